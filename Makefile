@@ -1,0 +1,36 @@
+# Two commands on a fresh machine: `make demo` and `make test`.
+# Each creates .venv and installs the pinned dependencies (requirements.lock).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.tfguard-installed
+
+.PHONY: demo test lint bench browser clean
+
+$(STAMP): requirements.lock pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.lock
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	touch $(STAMP)
+
+# Headless Chromium renders the HTML report in the tests (Debian's package).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian's chromium for the HTML report tests"; \
+	  (apt-get update -qq && apt-get install -y -qq chromium) >/dev/null; }
+
+demo: $(STAMP)
+	TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/tfguard demo
+
+test: $(STAMP) browser
+	TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/python -m pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+
+bench: $(STAMP)
+	for b in benchmarks/*.py; do TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) runs build src/*.egg-info

@@ -1,0 +1,97 @@
+"""Typed exceptions raised by tfguard.
+
+Every error names what was wrong (tensor, layer, variable, step, file, offset),
+what was expected, and a fix. The library never prints or exits; the CLI maps
+these exceptions to one red `ERROR` line plus a hint and an exit code.
+
+Example:
+
+>>> from tfguard.errors import GuardViolation
+>>> err = GuardViolation("loss at step 3 is NaN", checkpoint="loss", step=3)
+>>> err.checkpoint, err.step
+('loss', 3)
+"""
+
+from __future__ import annotations
+
+
+class TfguardError(Exception):
+    """Base class of every error tfguard raises on purpose.
+
+    Args:
+        message: what was wrong, what was expected, and the received value.
+        hint: the fix to try. Defaults to `None`.
+    """
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, hint: str | None = None):
+        self.message = message
+        self.hint = hint
+        super().__init__(message if not hint else f"{message}\nTry: {hint}")
+
+
+class GuardViolation(TfguardError):
+    """A check of the quality firewall failed.
+
+    Args:
+        message: the full description of the violation.
+        checkpoint: one of `"data"`, `"forward"`, `"loss"`, `"gradients"`,
+            or `"check"` for a direct check. Defaults to `"check"`.
+        where: the tensor, layer or variable that failed. Defaults to `None`.
+        step: the global training step, when known. Defaults to `None`.
+        counts: the numbers behind it, e.g. `{"nan": 3, "posinf": 0}`.
+            Defaults to `None`.
+        quarantine: the folder holding the saved batch. Defaults to `None`.
+        hint: the fix to try. Defaults to `None`.
+    """
+
+    exit_code = 3
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        checkpoint: str = "check",
+        where: str | None = None,
+        step: int | None = None,
+        counts: dict | None = None,
+        quarantine: str | None = None,
+        hint: str | None = None,
+    ):
+        self.checkpoint = checkpoint
+        self.where = where
+        self.step = step
+        self.counts = dict(counts or {})
+        self.quarantine = quarantine
+        super().__init__(message, hint=hint)
+
+
+class ContractError(TfguardError):
+    """A contract, check or option was declared wrongly (not a data problem)."""
+
+    exit_code = 2
+
+
+class QuarantineError(TfguardError):
+    """A quarantine folder is missing, incomplete or cannot be replayed."""
+
+    exit_code = 2
+
+
+class EventFileError(TfguardError):
+    """An event file or log directory cannot be read at all."""
+
+    exit_code = 2
+
+
+class ExportError(TfguardError):
+    """An export or a parity check failed."""
+
+    exit_code = 4
+
+
+class DataError(TfguardError):
+    """A dataset could not be found or loaded."""
+
+    exit_code = 2
