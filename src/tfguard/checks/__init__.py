@@ -1,0 +1,33 @@
+"""Declarative, composable tensor checks that compute flags, never raise in-graph.
+
+Example:
+
+>>> import tensorflow as tf
+>>> from tfguard import checks
+>>> checks.check(tf.constant([0.1, 0.9]), checks.finite(), checks.in_range(0, 1), name="p")
+"""
+
+from tfguard.checks.base import Check, CheckResult
+from tfguard.checks.contract import Contract, check, hint_for, leaves
+from tfguard.checks.labels import labels, one_hot, probabilities
+from tfguard.checks.shapes import shape, shapes
+from tfguard.checks.values import dtype, finite, in_range, predicate, rank
+
+__all__ = [
+    "Check",
+    "CheckResult",
+    "Contract",
+    "check",
+    "dtype",
+    "finite",
+    "hint_for",
+    "in_range",
+    "labels",
+    "leaves",
+    "one_hot",
+    "predicate",
+    "probabilities",
+    "rank",
+    "shape",
+    "shapes",
+]

@@ -1,0 +1,11 @@
+"""Forensics: quarantine of a bad batch, replay and localization.
+
+Example:
+
+>>> from tfguard.forensics import replay, load_quarantine
+"""
+
+from tfguard.forensics.quarantine import Quarantine, load_quarantine, save_quarantine
+from tfguard.forensics.replay import ReplayReport, replay
+
+__all__ = ["Quarantine", "ReplayReport", "load_quarantine", "replay", "save_quarantine"]

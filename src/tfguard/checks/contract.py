@@ -1,0 +1,271 @@
+"""A data contract: named tensors, the checks each must pass, and shared shapes.
+
+One contract serves three ways:
+
+1. directly on tensors: `contract.check(x=..., y=...)` raises
+   `tfguard.GuardViolation` in eager mode; inside a `tf.function` it fails the
+   graph at run time with the same message (an `InvalidArgumentError`);
+2. as a `tf.data` stage: `contract.apply(dataset, policy="raise" | "skip")`;
+3. inside guarded training: `tfguard.guard(model, data=contract)`.
+
+`evaluate` is the single source of truth: it returns flags and counts as
+tensors and never raises, so it also holds under XLA.
+
+Example:
+
+>>> import tensorflow as tf
+>>> from tfguard import checks
+>>> contract = checks.Contract(x=[checks.finite(), checks.in_range(0, 1)],
+...                            y=[checks.labels(10)],
+...                            shapes={"x": ("B", 4), "y": ("B",)})
+>>> contract.check(x=tf.fill([2, 4], 0.5), y=tf.constant([1, 9]))
+>>> bad = [r.target for r in contract.failures(x=tf.fill([2, 4], 2.0), y=tf.constant([1, 9]))]
+>>> bad
+['x']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfguard.checks.base import Check, CheckResult
+from tfguard.checks.shapes import Shapes, Spec
+from tfguard.errors import ContractError, GuardViolation
+
+ROLES = ("x", "y", "sample_weight")
+
+
+def leaves(role: str, value) -> list[tuple[str, tf.Tensor]]:
+    """Flattens a (possibly nested) value into `(name, tensor)` pairs.
+
+    A plain tensor keeps the role's name (`"x"`); nested leaves are named by
+    their path (`"x/image"`, `"x/0"`). `None` leaves are dropped.
+
+    Example:
+
+    >>> import tensorflow as tf
+    >>> [n for n, _ in leaves("x", {"image": tf.zeros([1]), "meta": tf.zeros([1])})]
+    ['x/image', 'x/meta']
+    """
+    if value is None:
+        return []
+    paths = keras.tree.flatten_with_path(value)
+    if len(paths) == 1 and paths[0][0] == ():
+        return [(role, tf.convert_to_tensor(paths[0][1]))]
+    return [
+        (f"{role}/{'/'.join(str(p) for p in path)}", tf.convert_to_tensor(leaf))
+        for path, leaf in paths
+        if leaf is not None
+    ]
+
+
+class Contract:
+    """What a batch must satisfy, checked as tensors.
+
+    Args:
+        x: checks applied to every input tensor (leaf). Defaults to `()`.
+        y: checks applied to every target tensor. Defaults to `()`.
+        sample_weight: checks applied to sample weights. Defaults to `()`.
+        shapes: leaf name -> shape spec with shared symbolic names, e.g.
+            `{"x": ("B", 28, 28, 1), "y": ("B",)}`. Defaults to `None`.
+        name: shown in messages. Defaults to `"data contract"`.
+
+    Raises:
+        ContractError: when a check is not a `tfguard.checks` check.
+    """
+
+    def __init__(
+        self,
+        x: Iterable[Check] = (),
+        y: Iterable[Check] = (),
+        sample_weight: Iterable[Check] = (),
+        shapes: Mapping[str, Spec] | None = None,
+        name: str = "data contract",
+    ):
+        self.checks = {"x": tuple(x), "y": tuple(y), "sample_weight": tuple(sample_weight)}
+        for role, items in self.checks.items():
+            for item in items:
+                if not isinstance(item, Check):
+                    raise ContractError(
+                        f"Received an invalid check for `{role}`, expected a tfguard.checks "
+                        f"check such as checks.finite(). Received: {item!r}"
+                    )
+        self.shapes = Shapes(shapes) if shapes else None
+        self.name = name
+
+    def __repr__(self) -> str:
+        parts = [f"{role}={list(items)}" for role, items in self.checks.items() if items]
+        if self.shapes:
+            parts.append(f"shapes={self.shapes.specs}")
+        return f"Contract({', '.join(parts)})"
+
+    def evaluate(self, x=None, y=None, sample_weight=None) -> list[CheckResult]:
+        """Runs every check; returns results as tensors. Never raises for bad data.
+
+        Example:
+
+        >>> import tensorflow as tf
+        >>> from tfguard import checks
+        >>> rs = checks.Contract(x=[checks.finite()]).evaluate(x=tf.constant([float("nan")]))
+        >>> bool(rs[0].ok)
+        False
+        """
+        values = {"x": x, "y": y, "sample_weight": sample_weight}
+        results: list[CheckResult] = []
+        named: dict[str, tf.Tensor] = {}
+        for role in ROLES:
+            for leaf_name, tensor in leaves(role, values[role]):
+                named[leaf_name] = tensor
+                results.extend(check(tensor, leaf_name) for check in self.checks[role])
+        if self.shapes is not None:
+            results.extend(self.shapes(named))
+        return results
+
+    def failures(self, x=None, y=None, sample_weight=None) -> list[CheckResult]:
+        """Evaluates eagerly and returns only the failed results."""
+        return [r for r in self.evaluate(x, y, sample_weight) if not bool(r.ok)]
+
+    def check(self, x=None, y=None, sample_weight=None, *, where: str = ""):
+        """Raises `GuardViolation` when a check fails.
+
+        In eager mode it raises directly. Inside a `tf.function` (not XLA) it
+        returns an op that fails the graph at run time with the same message.
+
+        Args:
+            x: inputs. Defaults to `None`.
+            y: targets. Defaults to `None`.
+            sample_weight: sample weights. Defaults to `None`.
+            where: extra context for the message, e.g. `"element 12"`. Defaults to `""`.
+
+        Raises:
+            GuardViolation: in eager mode, naming every failed tensor and check.
+        """
+        results = self.evaluate(x, y, sample_weight)
+        return raise_if_failed(results, f"{self.name}{' at ' + where if where else ''}")
+
+    def apply(self, dataset: tf.data.Dataset, policy: str = "raise") -> tf.data.Dataset:
+        """Applies the contract as a `tf.data` stage.
+
+        Elements are `x`, `(x,)`, `(x, y)` or `(x, y, sample_weight)`. With
+        `policy="raise"`, iterating fails at the first bad element with an error
+        naming the element's index and the failed checks; with `"skip"`, bad
+        elements are dropped.
+
+        Example:
+
+        >>> import tensorflow as tf
+        >>> from tfguard import checks
+        >>> ds = tf.data.Dataset.from_tensor_slices(([0.5, 7.0, 0.2], [0, 1, 0]))
+        >>> clean = checks.Contract(x=[checks.in_range(0, 1)]).apply(ds, policy="skip")
+        >>> [round(float(x), 2) for x, _ in clean]
+        [0.5, 0.2]
+
+        Args:
+            dataset: the dataset to guard.
+            policy: `"raise"` or `"skip"`. Defaults to `"raise"`.
+
+        Returns:
+            The guarded dataset, with the same element structure.
+
+        Raises:
+            ContractError: for an unknown policy.
+        """
+        if policy not in ("raise", "skip"):
+            raise ContractError(
+                f"Received an invalid value for `policy`, expected 'raise' or 'skip'. "
+                f"Received: policy={policy!r}"
+            )
+
+        def roles(element):
+            if isinstance(element, tuple) and len(element) > 1:
+                return dict(zip(ROLES, element))
+            return {"x": element[0] if isinstance(element, tuple) else element}
+
+        if policy == "skip":
+
+            def keep(*element):
+                results = self.evaluate(**roles(element))
+                return tf.reduce_all(tf.stack([r.ok for r in results])) if results else True
+
+            return dataset.filter(keep)
+
+        def guarded(index, element):
+            results = self.evaluate(**roles(element))
+            asserts = graph_asserts(results, f"{self.name} at dataset element", index)
+            with tf.control_dependencies(asserts):
+                return tf.nest.map_structure(tf.identity, element)
+
+        return dataset.enumerate().map(guarded, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+
+
+def raise_if_failed(results: Sequence[CheckResult], context: str):
+    """Raises `GuardViolation` for failed results (eager) or returns graph asserts."""
+    if not tf.executing_eagerly():
+        return tf.group(graph_asserts(results, context))
+    values = [{k: np.asarray(v) for k, v in r.tensors().items()} for r in results]
+    failed = [(r, v) for r, v in zip(results, values) if not bool(v["ok"])]
+    if failed:
+        lines = [r.message(v) for r, v in failed]
+        first, first_values = failed[0]
+        raise GuardViolation(
+            f"{context}: " + "; ".join(lines),
+            checkpoint="data",
+            where=first.target,
+            counts={k: v.item() for k, v in first_values.items() if np.ndim(v) == 0},
+            hint=hint_for(first.check),
+        )
+    return None
+
+
+def graph_asserts(results: Sequence[CheckResult], context: str, index=None) -> list:
+    """One `tf.debugging.Assert` per result, for graphs that are never XLA-compiled."""
+    ops = []
+    for r in results:
+        data = [f"GuardViolation: {context}", *([index] if index is not None else [])]
+        data += [f"'{r.target}' failed check '{r.check}': bad", r.bad, "of", r.total]
+        data += [x for k, v in r.details.items() for x in (k, v)]
+        ops.append(tf.debugging.Assert(r.ok, data, summarize=8))
+    return ops
+
+
+_HINTS = {
+    "finite": "find where NaN/Inf enters the data (source files, a division, a log) or drop "
+    "bad elements with Contract(...).apply(dataset, policy='skip')",
+    "range": "scale the inputs (e.g. keras.layers.Rescaling(1/255) for pixels) or widen the range",
+    "labels": "check the label encoding against the model's output units",
+    "one_hot": "one-hot encode the targets (keras.utils.to_categorical) or use a sparse loss",
+    "probabilities": "targets of a categorical loss must be probability rows summing to 1",
+    "shape": "fix the producer of the tensor, or the spec if the model really takes that shape",
+    "dtype": "cast the tensor (tf.cast) where the dataset is built",
+    "rank": "reshape the tensor or add/remove a batch axis",
+}
+
+
+def hint_for(check_name: str) -> str:
+    """The usual fix for a failed check, by check name."""
+    return _HINTS.get(check_name, "fix the data that violates the check")
+
+
+def check(tensor, *checks: Check, name: str = "tensor"):
+    """Runs checks on one tensor; raises `GuardViolation` on failure (see `Contract.check`).
+
+    Example:
+
+    >>> import tensorflow as tf
+    >>> from tfguard import checks
+    >>> checks.check(tf.constant([1.0, 2.0]), checks.finite(), name="logits")
+
+    Args:
+        tensor: the tensor to check.
+        *checks: the checks to run.
+        name: the tensor's name in messages. Defaults to `"tensor"`.
+
+    Raises:
+        GuardViolation: in eager mode, when a check fails.
+    """
+    tensor = tf.convert_to_tensor(tensor)
+    return raise_if_failed([c(tensor, name) for c in checks], f"check of '{name}'")

@@ -1,0 +1,138 @@
+"""What the firewall checks and what it does about a violation.
+
+Example:
+
+>>> config = GuardConfig(policy="skip", forward="layers")
+>>> config.policy, config.forward
+('skip', 'layers')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import keras
+
+from tfguard import checks
+from tfguard.checks import Contract
+from tfguard.errors import ContractError
+
+POLICIES = ("raise", "skip", "warn")
+FORWARD_MODES = ("output", "layers", "off")
+DEFAULT_QUARANTINE = "tfguard-quarantine"
+ENV_SWITCH = "TFGUARD"
+
+
+def enabled_by_environment() -> bool:
+    """False when the environment variable `TFGUARD` is `0`, `false`, `off` or `no`."""
+    return os.environ.get(ENV_SWITCH, "1").strip().lower() not in ("0", "false", "off", "no")
+
+
+@dataclasses.dataclass
+class GuardConfig:
+    """The firewall's settings.
+
+    Args:
+        policy: on a violation, `"raise"` (stop with `GuardViolation`), `"skip"`
+            (do not apply the update, keep training) or `"warn"` (a warning;
+            the update is applied unless the loss or a gradient is non-finite,
+            which would poison the weights). Defaults to `"raise"`.
+        forward: `"output"` checks the model's outputs every step, `"layers"`
+            the output of every layer, `"off"` none. Defaults to `"output"`.
+        data: a `tfguard.checks.Contract`, `"infer"` (inputs finite, labels
+            against the output units and the loss) or `None`. Defaults to `"infer"`.
+        quarantine_dir: where bad batches are saved. Defaults to
+            `"tfguard-quarantine"` under the working directory.
+        max_consecutive_skips: with `"skip"`, stop after this many skipped
+            steps in a row. Defaults to `10`.
+        max_quarantined: keep at most this many quarantined batches per fit.
+            Defaults to `5`.
+        localize: replay a quarantined batch to name the first bad layer,
+            variable and op before raising. Defaults to `True`.
+    """
+
+    policy: str = "raise"
+    forward: str = "output"
+    data: Contract | str | None = "infer"
+    quarantine_dir: str = DEFAULT_QUARANTINE
+    max_consecutive_skips: int = 10
+    max_quarantined: int = 5
+    localize: bool = True
+
+    def __post_init__(self):
+        if self.policy not in POLICIES:
+            raise ContractError(
+                f"Received an invalid value for `policy`, expected one of {POLICIES}. "
+                f"Received: policy={self.policy!r}"
+            )
+        if self.forward not in FORWARD_MODES:
+            raise ContractError(
+                f"Received an invalid value for `forward`, expected one of {FORWARD_MODES}. "
+                f"Received: forward={self.forward!r}"
+            )
+        if not (self.data is None or self.data == "infer" or isinstance(self.data, Contract)):
+            raise ContractError(
+                "Received an invalid value for `data`, expected a tfguard.checks.Contract, "
+                f"'infer' or None. Received: data={self.data!r}"
+            )
+        for name in ("max_consecutive_skips", "max_quarantined"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 0:
+                raise ContractError(
+                    f"Received an invalid value for `{name}`, expected a non-negative integer. "
+                    f"Received: {name}={value!r}"
+                )
+
+
+def _loss_name(loss) -> str:
+    if isinstance(loss, str):
+        return loss
+    if isinstance(loss, keras.losses.Loss):
+        return getattr(loss, "fn", None).__name__ if hasattr(loss, "fn") else type(loss).__name__
+    return getattr(loss, "__name__", type(loss).__name__)
+
+
+def output_units(model: keras.Model) -> int | None:
+    """The size of the last axis of the model's (first) output, when known."""
+    try:
+        outputs = model.outputs
+    except (AttributeError, ValueError):
+        outputs = None
+    if outputs:
+        return outputs[0].shape[-1]
+    return None  # a subclassed model: its last *defined* layer need not be its output
+
+
+def infer_contract(model: keras.Model) -> Contract:
+    """The data contract implied by the compiled model.
+
+    Inputs must be finite; sample weights finite and >= 0; targets by loss:
+    sparse categorical crossentropy → class ids in `[0, units)`; categorical
+    crossentropy → probability rows; binary crossentropy → values in [0, 1];
+    anything else → finite.
+
+    Example:
+
+    >>> import keras
+    >>> m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, activation="softmax")])
+    >>> m.compile(loss="sparse_categorical_crossentropy")
+    >>> infer_contract(m)
+    Contract(x=[Finite()], y=[Finite(), Labels()], sample_weight=[Finite(), in_range(0, None)])
+    """
+    loss = getattr(model, "loss", None)
+    name = _loss_name(loss).lower() if loss is not None else ""
+    y_checks: list = [checks.finite()]
+    units = output_units(model)
+    if "sparse_categorical" in name:
+        y_checks.append(checks.labels(int(units)) if units else checks.in_range(0, None))
+    elif "categorical_crossentropy" in name or "categoricalcrossentropy" in name:
+        y_checks.append(checks.probabilities())
+    elif "binary" in name and "crossentropy" in name:
+        y_checks.append(checks.in_range(0, 1))
+    return Contract(
+        x=[checks.finite()],
+        y=y_checks,
+        sample_weight=[checks.finite(), checks.in_range(0, None)],
+        name="inferred data contract",
+    )

@@ -1,0 +1,385 @@
+"""The host side of the guarded step: one wrapper per model, policies, listeners.
+
+`instrument(model)` attaches (once) an `Instrumentation` that replaces the
+model's train step with the guarded one and wraps the train function Keras
+builds. The wrapper pulls each batch on the host, so a bad batch is still in
+hand when its flags come back: it is quarantined, the policy is applied, and
+the signals the step computed are handed to listeners (the logger, the live
+diagnosis). Signals are computed once, in the graph.
+
+`guard(model)` is `instrument(model)` with a `GuardConfig`; the logger calls
+`instrument(model).request(...)` for signals. With neither, the model is
+untouched.
+
+Example:
+
+>>> import keras, numpy as np
+>>> model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+>>> model.compile(optimizer="sgd", loss="mse")
+>>> inst = instrument(model)
+>>> inst.request(scalars_every=1)
+>>> seen = []
+>>> inst.add_listener(lambda step, signals: seen.append(step))
+>>> _ = model.fit(np.ones((8, 4)), np.ones((8, 2)), batch_size=4, verbose=0)
+>>> seen
+[1, 2]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+import weakref
+from collections.abc import Callable
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfguard.checks import hint_for
+from tfguard.errors import GuardViolation
+from tfguard.firewall import step as step_module
+from tfguard.firewall import taps
+from tfguard.firewall.config import GuardConfig, infer_contract
+
+_INSTRUMENTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+CHECKPOINT_ORDER = ("data", "forward", "loss", "gradients")
+HINTS = {
+    "forward": "lower the learning rate, clip the logits before softmax/exp, or use stable ops "
+    "(tf.math.divide_no_nan, tf.nn.log_softmax, keras.ops.softmax)",
+    "loss": "check the loss inputs: log(0) from probabilities of exactly 0 (use from_logits=True), "
+    "or a learning rate that made the outputs overflow",
+    "gradients": "lower the learning rate, or clip gradients (e.g. optimizer clipnorm=1.0)",
+}
+
+
+class GuardWarning(UserWarning):
+    """A violation under policy `"warn"`."""
+
+
+@dataclasses.dataclass
+class GuardEvent:
+    """One violation as the host saw it.
+
+    Args:
+        step: the optimizer's iterations when the batch was tried.
+        checkpoint: data, forward, loss or gradients (the first that failed).
+        where: the tensor, layer or variable.
+        message: the full text.
+        counts: the numbers behind it.
+        action: `"raised"`, `"skipped"` or `"warned"`.
+        quarantine: the folder of the saved batch, if saved.
+        failed: every failed slot as `"checkpoint: where"`.
+    """
+
+    step: int
+    checkpoint: str
+    where: str
+    message: str
+    counts: dict
+    action: str
+    quarantine: str | None = None
+    failed: list = dataclasses.field(default_factory=list)
+    replay: object = None
+
+
+class Instrumentation:
+    """Everything tfguard attached to one model.
+
+    Args:
+        model: the Keras model.
+    """
+
+    def __init__(self, model: keras.Model):
+        self.model = model
+        self.guard: GuardConfig | None = None
+        self.contract = None
+        self.scalars_every = 0
+        self.histograms_every = 0
+        self.histogram_activations = True
+        self.plan: step_module.Plan | None = None
+        self.listeners: list[Callable[[int, dict], None]] = []
+        self.event_listeners: list[Callable[[GuardEvent], None]] = []
+        self.events: list[GuardEvent] = []
+        self.violations = 0
+        self.skipped = 0
+        self.epoch_violations = 0
+        self.epoch_skipped = 0
+        self.consecutive_skips = 0
+        self.quarantined = 0
+        self.last_global_norm = None
+        self._tapped: list = []
+        self._attached = False
+
+    # -- configuration ---------------------------------------------------------
+    def request(self, scalars_every: int | None = None, histograms_every: int | None = None,
+                histogram_activations: bool | None = None) -> None:
+        """Asks the step to compute signals every N steps (0 = never); keeps the larger demand.
+
+        Example:
+
+        >>> # instrument(model).request(scalars_every=10, histograms_every=100)
+        """
+        changed = False
+        if scalars_every is not None and scalars_every != self.scalars_every:
+            self.scalars_every = _merge_every(self.scalars_every, scalars_every)
+            changed = True
+        if histograms_every is not None and histograms_every != self.histograms_every:
+            self.histograms_every = _merge_every(self.histograms_every, histograms_every)
+            changed = True
+        if histogram_activations is not None:
+            changed |= histogram_activations != self.histogram_activations
+            self.histogram_activations = histogram_activations
+        if changed:
+            self._retrace()
+
+    def set_guard(self, config: GuardConfig | None) -> None:
+        """Turns the firewall on with `config`, or off with `None`."""
+        self.guard = config
+        self.contract = None
+        self._retrace()
+
+    def add_listener(self, fn: Callable[[int, dict], None]) -> None:
+        """Calls `fn(step, signals)` after every step that computed signals."""
+        if fn not in self.listeners:
+            self.listeners.append(fn)
+
+    def remove_listener(self, fn) -> None:
+        if fn in self.listeners:
+            self.listeners.remove(fn)
+
+    def add_event_listener(self, fn: Callable[[GuardEvent], None]) -> None:
+        """Calls `fn(event)` for every violation, before the policy acts."""
+        if fn not in self.event_listeners:
+            self.event_listeners.append(fn)
+
+    def remove_event_listener(self, fn) -> None:
+        if fn in self.event_listeners:
+            self.event_listeners.remove(fn)
+
+    # -- attaching ---------------------------------------------------------------
+    def attach(self) -> None:
+        """Installs the step and the train-function wrapper on the model (once)."""
+        if self._attached:
+            return
+        model = self.model
+        original_make = type(model).make_train_function
+        original_reset = type(model).reset_metrics
+
+        def make_train_function(force=False):
+            self._prepare()
+            original_make(model, force)
+            function = model.train_function
+            if function is not None and not getattr(function, "_tfguard", False):
+                model.train_function = self._wrap(function)
+            return model.train_function
+
+        def reset_metrics():
+            original_reset(model)
+            self.epoch_violations = 0
+            self.epoch_skipped = 0
+
+        object.__setattr__(model, "train_step", step_module.make_step(model, self))
+        object.__setattr__(model, "make_train_function", make_train_function)
+        object.__setattr__(model, "reset_metrics", reset_metrics)
+        self._attached = True
+        self._retrace()
+
+    def detach(self) -> None:
+        """Restores the model's own train step and train function."""
+        if not self._attached:
+            return
+        for name in ("train_step", "make_train_function", "reset_metrics"):
+            if name in self.model.__dict__:
+                object.__delattr__(self.model, name)
+        taps.uninstall(self._tapped)
+        self._tapped = []
+        self._attached = False
+        self.model.train_function = None
+
+    def _retrace(self) -> None:
+        if self._attached:
+            self.model.train_function = None
+
+    def _prepare(self) -> None:
+        """Host-side set-up before a trace: the contract and the taps."""
+        model = self.model
+        if self.guard is not None and self.contract is None and self.guard.data is not None:
+            self.contract = infer_contract(model) if self.guard.data == "infer" else self.guard.data
+        want_taps = (self.guard is not None and self.guard.forward == "layers") or (
+            self.scalars_every > 0 or self.histograms_every > 0
+        )
+        if want_taps and not self._tapped:
+            self._tapped = taps.tappable_layers(model)
+            taps.install(self._tapped)
+
+    # -- the host loop -------------------------------------------------------------
+    def _wrap(self, keras_function):
+        def train_function(iterator):
+            outputs = None
+            for _ in range(max(1, int(self.model.steps_per_execution))):
+                try:
+                    data = next(iterator)
+                except (StopIteration, tf.errors.OutOfRangeError):
+                    break
+                outputs = self._after_step(data, keras_function(iter([data])))
+            if outputs is None:
+                raise StopIteration
+            return outputs
+
+        train_function._tfguard = True
+        return train_function
+
+    def _after_step(self, data, logs: dict) -> dict:
+        extra = logs.pop(step_module.OUTPUT_KEY, {})
+        step = int(self.model.optimizer.iterations.numpy())
+        self.last_global_norm = extra.get("global_norm")
+        if "failures" in extra:
+            failures = np.asarray(extra["failures"])
+            if failures.any():
+                step = self._on_violation(data, extra, failures, step)
+            else:
+                self.consecutive_skips = 0
+        if self.listeners and ("signals" in extra or "histograms" in extra):
+            signals: dict = {}
+            if "signals" in extra and float(extra["record_scalars"]) > 0:
+                signals.update({k: float(v) for k, v in extra["signals"].items()})
+            if "histograms" in extra and float(extra["record_histograms"]) > 0:
+                signals.update({k: np.asarray(v, np.float64) for k, v in extra["histograms"].items()})
+            if signals:
+                for listener in list(self.listeners):
+                    listener(step, signals)
+        if self.guard is not None:
+            logs["guard_violations"] = float(self.epoch_violations)
+            logs["guard_skipped"] = float(self.epoch_skipped)
+        return logs
+
+    def _on_violation(self, data, extra, failures, step) -> int:
+        plan = self.plan
+        config = self.guard
+        failed = [i for i, f in enumerate(failures) if f > 0]
+        order = {name: rank for rank, name in enumerate(CHECKPOINT_ORDER)}
+        failed.sort(key=lambda i: (order[plan.slots[i].checkpoint], i))
+        first = plan.slots[failed[0]]
+        counts, detail = self._describe(failed[0], extra)
+        applied = float(extra.get("applied", 0.0)) > 0
+        action = {"raise": "raised", "skip": "skipped", "warn": "warned"}[config.policy]
+        self.violations += 1
+        self.epoch_violations += 1
+        if not applied:
+            self.skipped += 1
+            self.epoch_skipped += 1
+            self.consecutive_skips += 1
+        else:
+            self.consecutive_skips = 0
+        update = "The update was applied." if applied else "The update was not applied."
+        others = [f"{plan.slots[i].checkpoint}: {plan.slots[i].where}" for i in failed]
+        message = (
+            f"{first.where} at step {step} {detail} (checkpoint: {first.checkpoint}, "
+            f"policy: {config.policy}). {update}"
+        )
+        if len(failed) > 1:
+            message += f" Also failed: {', '.join(others[1:6])}{' ...' if len(others) > 6 else ''}."
+        event = GuardEvent(step, first.checkpoint, first.where, message, counts, action, failed=others)
+        if config.max_quarantined and self.quarantined < config.max_quarantined:
+            from tfguard.forensics.quarantine import save_quarantine
+
+            event.quarantine = save_quarantine(
+                config.quarantine_dir, self.model, data, event, strategy=self.model.distribute_strategy
+            )
+            self.quarantined += 1
+            message += f" The batch is saved in {event.quarantine}."
+        hint = hint_for(first.check) if first.checkpoint == "data" else HINTS[first.checkpoint]
+        if config.policy == "raise" and config.localize and event.quarantine:
+            from tfguard.forensics.replay import replay
+
+            try:
+                report = replay(event.quarantine, model=self.model)
+                event.replay = report
+                message += "\n" + report.summary()
+            except Exception as error:  # localization is best effort; the violation stands
+                message += f"\nReplay could not localize: {type(error).__name__}: {error}"
+        event.message = message
+        self.events.append(event)
+        for listener in list(self.event_listeners):
+            listener(event)
+        if config.policy == "raise":
+            raise GuardViolation(
+                message,
+                checkpoint=first.checkpoint,
+                where=first.where,
+                step=step,
+                counts=counts,
+                quarantine=event.quarantine,
+                hint=hint,
+            )
+        if config.policy == "skip" and self.consecutive_skips > config.max_consecutive_skips:
+            raise GuardViolation(
+                f"Training stopped after {self.consecutive_skips} consecutive skipped steps "
+                f"(max_consecutive_skips={config.max_consecutive_skips}); the weights are those "
+                f"of step {step}, the last good update. Last violation: {message}",
+                checkpoint=first.checkpoint,
+                where=first.where,
+                step=step,
+                counts=counts,
+                quarantine=event.quarantine,
+                hint=hint,
+            )
+        if config.policy == "warn":
+            warnings.warn(f"GuardViolation: {message}", GuardWarning, stacklevel=2)
+        return step
+
+    def _describe(self, index: int, extra) -> tuple[dict, str]:
+        plan = self.plan
+        slot = plan.slots[index]
+        if index in plan.finite_slots:
+            row = np.asarray(extra["finite_counts"])[plan.finite_slots.index(index)]
+            nan, posinf, neginf, total = (int(v) for v in row)
+            counts = {"nan": nan, "posinf": posinf, "neginf": neginf, "total": total}
+            return counts, f"has {nan} NaN, {posinf} +Inf, {neginf} -Inf of {total} values"
+        data_index = sum(1 for s in plan.slots[:index] if s.checkpoint == "data")
+        values = {k: np.asarray(v) for k, v in extra["data_values"][data_index].items()}
+        counts = {k: v.item() for k, v in values.items() if np.ndim(v) == 0}
+        return counts, f"failed check '{slot.check}': {plan.describe[data_index].describe(values)}"
+
+
+def _merge_every(current: int, requested: int) -> int:
+    if current <= 0:
+        return max(0, int(requested))
+    if requested <= 0:
+        return current
+    return int(np.gcd(current, int(requested)))
+
+
+def instrument(model: keras.Model) -> Instrumentation:
+    """Returns the model's `Instrumentation`, attaching it on first use.
+
+    Example:
+
+    >>> import keras
+    >>> m = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> instrument(m) is instrument(m)
+    True
+    """
+    inst = _INSTRUMENTS.get(model)
+    if inst is None:
+        inst = Instrumentation(model)
+        _INSTRUMENTS[model] = inst
+    inst.attach()
+    return inst
+
+
+def instrumentation_of(model: keras.Model) -> Instrumentation | None:
+    """The model's `Instrumentation` if tfguard attached one, else `None`."""
+    return _INSTRUMENTS.get(model)
+
+
+def release(model: keras.Model) -> None:
+    """Detaches tfguard from the model entirely."""
+    inst = _INSTRUMENTS.pop(model, None)
+    if inst is not None:
+        inst.detach()
+
+
+__all__ = ["GuardEvent", "GuardWarning", "Instrumentation", "instrument", "instrumentation_of", "release"]

@@ -1,0 +1,101 @@
+"""In-graph statistics the train step computes once and hands to the host.
+
+All functions are XLA-safe (fixed output shapes, no host ops): histogram
+buckets in TensorBoard's `[k, 3]` layout, dead-unit and saturation fractions.
+
+Example:
+
+>>> import tensorflow as tf
+>>> float(dead_fraction(tf.constant([[0.0, 1.0], [0.0, 2.0]])))
+0.5
+>>> buckets(tf.constant([0.0, 1.0, 1.0]), 2).shape
+TensorShape([2, 3])
+"""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+
+# Outputs beyond these mean a pre-activation outside +-5 (DeepDiagnosis, ICSE 2022).
+SATURATION_PREACTIVATION = 5.0
+RELU_FAMILY = ("relu", "relu6")
+SATURATING = ("sigmoid", "tanh")
+
+
+def activation_kind(layer: keras.layers.Layer) -> str | None:
+    """`"relu"`, `"sigmoid"`, `"tanh"` or `None`: the nonlinearity a layer ends with."""
+    if isinstance(layer, keras.layers.ReLU):
+        return "relu"
+    activation = getattr(layer, "activation", None)
+    if activation is None:
+        return None
+    name = getattr(activation, "__name__", "") or ""
+    if name in RELU_FAMILY:
+        return "relu"
+    if name in SATURATING:
+        return name
+    return None
+
+
+def _finite(x: tf.Tensor) -> tf.Tensor:
+    x = tf.cast(x, tf.float32)
+    return tf.where(tf.math.is_finite(x), x, tf.zeros_like(x))
+
+
+def dead_fraction(outputs: tf.Tensor) -> tf.Tensor:
+    """Fraction of units (last axis) that are <= 0 for every example and position."""
+    x = tf.cast(outputs, tf.float32)
+    units = tf.reshape(x, [-1, tf.shape(x)[-1]])
+    alive = tf.reduce_max(units, axis=0) > 0
+    return 1.0 - tf.reduce_mean(tf.cast(alive, tf.float32))
+
+
+def saturated_fraction(outputs: tf.Tensor, kind: str) -> tf.Tensor:
+    """Fraction of outputs whose pre-activation lies outside +-5 (from the output value)."""
+    x = tf.cast(outputs, tf.float32)
+    if kind == "sigmoid":
+        low = tf.sigmoid(-SATURATION_PREACTIVATION)
+        high = tf.sigmoid(SATURATION_PREACTIVATION)
+        saturated = (x <= low) | (x >= high)
+    else:
+        saturated = tf.abs(x) >= tf.tanh(SATURATION_PREACTIVATION)
+    return tf.reduce_mean(tf.cast(saturated, tf.float32))
+
+
+def zero_fraction(tensors: list[tf.Tensor]) -> tf.Tensor:
+    """Fraction of entries, over all given tensors, that are exactly zero."""
+    zeros = tf.add_n([tf.reduce_sum(tf.cast(tf.equal(t, 0), tf.float32)) for t in tensors])
+    sizes = tf.add_n([tf.cast(tf.size(t), tf.float32) for t in tensors])
+    return zeros / tf.maximum(sizes, 1.0)
+
+
+def buckets(values: tf.Tensor, count: int = 30) -> tf.Tensor:
+    """TensorBoard histogram buckets `[count, 3]` = left edge, right edge, count.
+
+    Non-finite values are counted at 0 so one NaN does not erase the picture.
+    """
+    x = tf.reshape(_finite(values), [-1])
+    size = tf.size(x)
+    empty = tf.equal(size, 0)
+    low = tf.where(empty, 0.0, tf.reduce_min(x))
+    high = tf.where(empty, 0.0, tf.reduce_max(x))
+    width = tf.where(high > low, (high - low) / count, 1.0)
+    index = tf.clip_by_value(tf.cast(tf.floor((x - low) / width), tf.int32), 0, count - 1)
+    counts = tf.math.unsorted_segment_sum(tf.ones_like(x), index, count)
+    left = low + width * tf.range(count, dtype=tf.float32)
+    return tf.stack([left, left + width, counts], axis=1)
+
+
+def moments(values: tf.Tensor) -> dict[str, tf.Tensor]:
+    """min, max, mean and std of the finite view of a tensor."""
+    x = tf.reshape(_finite(values), [-1])
+    empty = tf.equal(tf.size(x), 0)
+    mean, variance = tf.nn.moments(x, axes=[0])
+    zero = tf.constant(0.0)
+    return {
+        "min": tf.where(empty, zero, tf.reduce_min(x)),
+        "max": tf.where(empty, zero, tf.reduce_max(x)),
+        "mean": tf.where(empty, zero, mean),
+        "std": tf.where(empty, zero, tf.sqrt(variance)),
+    }

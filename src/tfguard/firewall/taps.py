@@ -1,0 +1,95 @@
+"""Taps on layer outputs: record what each layer returns during one forward pass.
+
+A tap wraps a layer's `call` on the instance. It records only while a
+`recording()` context is active (inside the guarded train step, or during a
+replay), so `predict`, `evaluate` and exports run the layer untouched.
+
+Example:
+
+>>> import keras
+>>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, name="d")])
+>>> install(model.layers)
+1
+>>> with recording() as tape:
+...     _ = model(keras.ops.ones((1, 3)))
+>>> [layer.name for layer, _ in tape.records]
+['d']
+>>> uninstall(model.layers)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import threading
+from collections.abc import Iterable, Iterator
+
+import keras
+
+_ACTIVE = threading.local()
+_MARK = "_tfguard_original_call"
+
+
+class Tape:
+    """The `(layer, output)` pairs recorded in call order (a layer completes, it is recorded)."""
+
+    def __init__(self):
+        self.records: list[tuple[keras.layers.Layer, object]] = []
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[Tape]:
+    """Records tapped layers' outputs in this thread while the context is open."""
+    tape = Tape()
+    previous = getattr(_ACTIVE, "tape", None)
+    _ACTIVE.tape = tape
+    try:
+        yield tape
+    finally:
+        _ACTIVE.tape = previous
+
+
+def _tapped(layer: keras.layers.Layer, original):
+    @functools.wraps(original)
+    def call(*args, **kwargs):
+        outputs = original(*args, **kwargs)
+        tape = getattr(_ACTIVE, "tape", None)
+        if tape is not None:
+            tape.records.append((layer, outputs))
+        return outputs
+
+    return call
+
+
+def install(layers: Iterable[keras.layers.Layer]) -> int:
+    """Taps every layer (once); returns how many were newly tapped."""
+    added = 0
+    for layer in layers:
+        if isinstance(layer, keras.layers.InputLayer) or _MARK in layer.__dict__:
+            continue
+        original = layer.call
+        object.__setattr__(layer, _MARK, original)
+        object.__setattr__(layer, "call", _tapped(layer, original))
+        added += 1
+    return added
+
+
+def uninstall(layers: Iterable[keras.layers.Layer]) -> None:
+    """Removes the taps, restoring each layer's own `call`."""
+    for layer in layers:
+        if _MARK in layer.__dict__:
+            object.__delattr__(layer, "call")
+            object.__delattr__(layer, _MARK)
+
+
+def tappable_layers(model: keras.Model, recursive: bool = False) -> list[keras.layers.Layer]:
+    """The layers whose outputs the forward checkpoint watches.
+
+    Functional and Sequential models: every layer. Subclassed models: their
+    direct sub-layers. With `recursive=True` (replays), every nested layer.
+    """
+    if recursive:
+        layers = list(model._flatten_layers(include_self=False, recursive=True))
+    else:
+        layers = list(model.layers)
+    return [layer for layer in layers if not isinstance(layer, keras.layers.InputLayer)]

@@ -1,0 +1,152 @@
+"""Localization on replay: the four cases the firewall promises to name."""
+
+import json
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import tfguard
+from tfguard import GuardViolation
+from tfguard.errors import QuarantineError
+
+
+@keras.saving.register_keras_serializable(package="tfguard_tests")
+class LogLayer(keras.layers.Layer):
+    """A custom layer computing log(x): log(0) = -inf."""
+
+    def call(self, inputs):
+        return tf.math.log(inputs)
+
+
+@keras.saving.register_keras_serializable(package="tfguard_tests")
+class RatioLayer(keras.layers.Layer):
+    """Divides feature 0 by feature 1: the unsafe divide."""
+
+    def call(self, inputs):
+        return inputs[:, :1] / inputs[:, 1:2]
+
+
+@keras.saving.register_keras_serializable(package="tfguard_tests")
+class NaiveAttention(keras.layers.Layer):
+    """Self-attention with a hand-written softmax: exp overflows on large scores."""
+
+    def __init__(self, dim=8, **kwargs):
+        super().__init__(**kwargs)
+        self.dim = dim
+        self.query = keras.layers.Dense(dim, name="query")
+        self.key = keras.layers.Dense(dim, name="key")
+        self.value = keras.layers.Dense(dim, name="value")
+
+    def call(self, inputs):
+        q, k, v = self.query(inputs), self.key(inputs), self.value(inputs)
+        scores = tf.matmul(q, k, transpose_b=True)
+        weights = tf.exp(scores) / tf.reduce_sum(tf.exp(scores), axis=-1, keepdims=True)
+        return tf.matmul(weights, v)
+
+    def get_config(self):
+        return {**super().get_config(), "dim": self.dim}
+
+
+def _fit_until_violation(model, x, y, tmp_path, batch_size=16, epochs=1):
+    tfguard.guard(model, policy="raise", quarantine_dir=str(tmp_path))
+    with pytest.raises(GuardViolation) as info:
+        model.fit(x, y, batch_size=batch_size, epochs=epochs, shuffle=False, verbose=0)
+    return info.value
+
+
+def test_custom_layer_log_of_zero_names_layer_and_log_op(tmp_path):
+    inputs = keras.Input((4,))
+    h = keras.layers.Dense(4, activation="relu", name="features")(inputs)
+    logged = LogLayer(name="log_features")(h)
+    outputs = keras.layers.Dense(3, activation="softmax", name="out")(logged)
+    model = keras.Model(inputs, outputs)
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    x = np.random.default_rng(0).random((32, 4), dtype=np.float32)
+    error = _fit_until_violation(model, x, np.arange(32) % 3, tmp_path)
+    assert "First non-finite layer on replay: 'log_features'" in str(error)
+    assert "First op producing NaN/Inf: Log" in str(error)
+    report = tfguard.replay(error.quarantine)  # from the saved model.keras, safe_mode
+    assert report.first_layer == "log_features" and report.op_type == "Log"
+
+
+def test_division_by_zero_names_the_divide(tmp_path):
+    inputs = keras.Input((2,))
+    ratio = RatioLayer(name="ratio")(inputs)
+    outputs = keras.layers.Dense(1, name="out")(ratio)
+    model = keras.Model(inputs, outputs)
+    model.compile(optimizer="sgd", loss="mse")
+    x = np.ones((16, 2), np.float32)
+    x[7, 1] = 0.0
+    error = _fit_until_violation(model, x, np.zeros((16, 1), np.float32), tmp_path)
+    report = tfguard.replay(error.quarantine, model=model)
+    assert report.first_layer == "ratio"
+    assert report.op_type == "RealDiv"
+
+
+def test_softmax_overflow_in_attention_names_the_block_and_exp(tmp_path):
+    keras.utils.set_random_seed(1)
+    inputs = keras.Input((5, 8))
+    attended = NaiveAttention(name="attention")(inputs)
+    pooled = keras.layers.GlobalAveragePooling1D(name="pool")(attended)
+    outputs = keras.layers.Dense(2, activation="softmax", name="out")(pooled)
+    model = keras.Model(inputs, outputs)
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    x = np.random.default_rng(0).normal(size=(16, 5, 8)).astype(np.float32) * 200.0
+    error = _fit_until_violation(model, x, np.arange(16) % 2, tmp_path)
+    report = tfguard.replay(error.quarantine, model=model)
+    assert report.first_layer == "attention"
+    assert report.op_type == "Exp"
+
+
+def test_exploding_learning_rate_is_stopped_before_the_weights_are_poisoned(tmp_path):
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential(
+        [
+            keras.Input((4,)),
+            keras.layers.Dense(16, activation="relu", name="hidden"),
+            keras.layers.Dense(1, name="out"),
+        ]
+    )
+    model.compile(optimizer=keras.optimizers.SGD(1e6), loss="mse")
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(256, 4)).astype(np.float32)
+    y = rng.normal(size=(256, 1)).astype(np.float32)
+    error = _fit_until_violation(model, x, y, tmp_path, epochs=50)
+    assert error.checkpoint in ("forward", "loss", "gradients")
+    assert all(np.isfinite(v.numpy()).all() for v in model.weights)
+    report = tfguard.replay(error.quarantine, model=model)
+    assert report.first_layer in ("hidden", "out") or report.first_variable
+    assert report.op_type is not None
+
+
+def test_replay_restores_the_model_weights(tmp_path):
+    inputs = keras.Input((2,))
+    outputs = keras.layers.Dense(1, name="out")(RatioLayer(name="ratio")(inputs))
+    model = keras.Model(inputs, outputs)
+    model.compile(optimizer="sgd", loss="mse")
+    x = np.ones((8, 2), np.float32)
+    x[0, 1] = 0.0
+    error = _fit_until_violation(model, x, np.zeros((8, 1), np.float32), tmp_path)
+    before = [v.numpy().copy() for v in model.weights]
+    tfguard.replay(error.quarantine, model=model)
+    assert all(np.array_equal(a, v.numpy()) for a, v in zip(before, model.weights))
+
+
+def test_quarantine_loads_without_pickle_and_rejects_bad_folders(tmp_path):
+    with pytest.raises(QuarantineError, match="'meta.json' is missing"):
+        tfguard.load_quarantine(str(tmp_path))
+    inputs = keras.Input((2,))
+    model = keras.Model(inputs, keras.layers.Dense(1)(RatioLayer()(inputs)))
+    model.compile(optimizer="sgd", loss="mse")
+    x = np.ones((8, 2), np.float32)
+    x[3, 1] = 0.0
+    error = _fit_until_violation(model, x, np.zeros((8, 1), np.float32), tmp_path)
+    quarantine = tfguard.load_quarantine(error.quarantine)
+    assert quarantine.x.shape == (8, 2) and quarantine.y.shape == (8, 1)
+    assert len(quarantine.weights) == len(model.weights)
+    with open(os.path.join(error.quarantine, "meta.json")) as handle:
+        meta = json.load(handle)
+    assert meta["format"] == "tfguard.quarantine/1"
