@@ -62,6 +62,18 @@ class Shapes:
             results.append(self._check_one(tf.convert_to_tensor(tensors[target]), target, spec, bound))
         return results
 
+    def check(self, tensors: Mapping[str, tf.Tensor], context: str = "shape check"):
+        """Raises `GuardViolation` (eager) or returns graph asserts when a shape is off.
+
+        Example:
+
+        >>> import tensorflow as tf
+        >>> shapes({"q": ("B", "T"), "k": ("B", "T")}).check({"q": tf.zeros([2, 3]), "k": tf.zeros([2, 3])})
+        """
+        from tfguard.checks.contract import raise_if_failed
+
+        return raise_if_failed(self(tensors), context)
+
     def _check_one(self, tensor, target, spec, bound):
         shape = tf.shape(tensor, out_type=tf.int64)
         rank = tf.size(shape)

@@ -167,9 +167,15 @@ class Quarantine:
                 f"({self.meta['model'].get('save_error')}).",
                 hint="pass the model: tfguard.replay(path, model=my_model)",
             )
-        return keras.saving.load_model(
-            os.path.join(self.path, name), custom_objects=custom_objects, safe_mode=True
-        )
+        path = os.path.join(self.path, name)
+        try:
+            return keras.saving.load_model(path, custom_objects=custom_objects, safe_mode=True)
+        except (ValueError, TypeError) as error:
+            raise QuarantineError(
+                f"The model saved in {path} cannot be loaded with safe_mode=True: {error}",
+                hint="pass the model that was training: tfguard.replay(path, model=my_model), "
+                "or custom_objects=... for custom layers",
+            ) from error
 
 
 def _rebuild(structure: dict, values: dict):

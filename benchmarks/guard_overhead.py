@@ -1,0 +1,159 @@
+"""Claim: guarding training costs little. Step time of the reference CNN, interleaved.
+
+Contenders, all on the same data in one process, round-robin after a warm-up:
+plain Keras `fit` step; `tfguard.guard` default (data, model output, loss,
+gradients); `guard(forward="layers")` (every layer's output);
+`tf.debugging.enable_check_numerics()`; `enable_dump_debug_info(...,
+"CURT_HEALTH")`; a hand-written train step asserting the loss and every
+gradient finite with control dependencies.
+
+Each contender's train function is traced once with its own global mode on
+(check_numerics and the debugger instrument graphs at trace time), then the
+rounds call the traced functions. Prints the median step time and its ratio
+against plain `fit`.
+
+Run: `.venv/bin/python benchmarks/guard_overhead.py [--rounds 8 --steps 25]`
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+import tfguard  # noqa: E402
+
+
+def reference_cnn(model_class=keras.Model) -> keras.Model:
+    """The reference CNN of the README, compiled with Adam."""
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((28, 28, 1))
+    h = keras.layers.Conv2D(32, 3, activation="relu")(inputs)
+    h = keras.layers.MaxPooling2D()(h)
+    h = keras.layers.Conv2D(64, 3, activation="relu")(h)
+    h = keras.layers.MaxPooling2D()(h)
+    h = keras.layers.Flatten()(h)
+    h = keras.layers.Dense(128, activation="relu")(h)
+    h = keras.layers.Dropout(0.3)(h)
+    outputs = keras.layers.Dense(10, activation="softmax")(h)
+    model = model_class(inputs, outputs)
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    return model
+
+
+class AssertingModel(keras.Model):
+    """The hand-written pattern: assert the loss and every gradient finite before applying."""
+
+    def train_step(self, data):
+        x, y = data
+        with tf.GradientTape() as tape:
+            y_pred = self(x, training=True)
+            loss = self.compute_loss(x=x, y=y, y_pred=y_pred)
+        grads = tape.gradient(loss, self.trainable_variables)
+        asserts = [tf.debugging.assert_all_finite(loss, "loss")]
+        asserts += [tf.debugging.assert_all_finite(g, "gradient") for g in grads if g is not None]
+        with tf.control_dependencies(asserts):
+            self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
+        return self.compute_metrics(x, y, y_pred)
+
+
+def dataset(batch: int) -> tf.data.Dataset:
+    rng = np.random.default_rng(0)
+    x = rng.random((batch * 16, 28, 28, 1), dtype=np.float32)
+    y = rng.integers(0, 10, batch * 16)
+    return tf.data.Dataset.from_tensor_slices((x, y)).batch(batch, drop_remainder=True).repeat().prefetch(2)
+
+
+class Contender:
+    def __init__(self, name, model, enter=None, leave=None):
+        self.name, self.model, self.enter, self.leave = name, model, enter, leave
+        self.times: list[float] = []
+
+    def prepare(self, ds):
+        self.iterator = iter(ds)
+        with self._mode():
+            self.model.make_train_function()
+            for _ in range(3):  # trace + warm up
+                self.model.train_function(self.iterator)
+
+    def run(self, steps: int) -> None:
+        with self._mode():
+            start = time.perf_counter()
+            for _ in range(steps):
+                logs = self.model.train_function(self.iterator)
+            float(logs["loss"])
+            self.times.append((time.perf_counter() - start) / steps)
+
+    def _mode(self):
+        contender = self
+
+        class Mode:
+            def __enter__(self):
+                if contender.enter:
+                    contender.enter()
+
+            def __exit__(self, *exc):
+                if contender.leave:
+                    contender.leave()
+
+        return Mode()
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--steps", type=int, default=25)
+    parser.add_argument("--batch", type=int, default=64)
+    args = parser.parse_args(argv)
+    quarantine = tempfile.mkdtemp(prefix="tfguard-bench-")
+    dump_root = tempfile.mkdtemp(prefix="tfguard-dump-")
+    contenders = [
+        Contender("plain fit", reference_cnn()),
+        Contender("guard (default)", tfguard.guard(reference_cnn(), quarantine_dir=quarantine)),
+        Contender(
+            "guard (every layer)",
+            tfguard.guard(reference_cnn(), forward="layers", quarantine_dir=quarantine),
+        ),
+        Contender(
+            "enable_check_numerics",
+            reference_cnn(),
+            tf.debugging.enable_check_numerics,
+            tf.debugging.disable_check_numerics,
+        ),
+        Contender(
+            "dump_debug_info CURT_HEALTH",
+            reference_cnn(),
+            lambda: tf.debugging.experimental.enable_dump_debug_info(
+                tempfile.mkdtemp(dir=dump_root), tensor_debug_mode="CURT_HEALTH",
+                circular_buffer_size=1000,
+            ),
+            tf.debugging.experimental.disable_dump_debug_info,
+        ),
+        Contender("hand-written asserts", reference_cnn(AssertingModel)),
+    ]
+    ds = dataset(args.batch)
+    for contender in contenders:
+        contender.prepare(ds)
+    for _ in range(args.rounds):
+        for contender in contenders:
+            contender.run(args.steps)
+    base = statistics.median(contenders[0].times)
+    print(f"guard overhead: reference CNN, batch {args.batch}, {args.rounds} rounds x {args.steps} steps, "
+          f"{os.cpu_count()} CPUs, TF {tf.__version__}, Keras {keras.__version__}")
+    print(f"{'contender':32s} {'median ms/step':>15s} {'ratio vs plain':>15s}")
+    for contender in contenders:
+        median = statistics.median(contender.times)
+        print(f"{contender.name:32s} {median * 1000:15.2f} {median / base:14.3f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

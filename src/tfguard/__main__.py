@@ -1,0 +1,7 @@
+"""`python -m tfguard`: the same as the `tfguard` command."""
+
+import sys
+
+from tfguard.cli import main
+
+sys.exit(main())
