@@ -38,7 +38,77 @@ def cmd_replay(args) -> int:
     return 0
 
 
-COMMANDS = {"replay": cmd_replay}
+def cmd_doctor(args) -> int:
+    from tfguard.doctor import doctor_exit_code, doctor_json, render_doctor, run_doctor
+
+    checks = run_doctor()
+    if args.json:
+        print(doctor_json(checks))
+    else:
+        render_doctor(checks, _console())
+    return doctor_exit_code(checks)
+
+
+def cmd_train(args) -> int:
+    from tfguard.pipeline.train import load_config, render_train_result
+
+    config = load_config(
+        args.config,
+        data=args.data,
+        model=args.model,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        learning_rate=args.learning_rate,
+        optimizer=args.optimizer,
+        augment=args.augment,
+        seed=args.seed,
+        logdir=args.logdir,
+        export_dir=args.export_dir,
+        max_samples=args.max_samples,
+    )
+    console = _console()
+    from tfguard.workflow import train_observed
+
+    result = train_observed(config, policy=args.policy, progress=console.print)
+    render_train_result(result.train, console)
+    result.render(console)
+    return 0
+
+
+def cmd_export(args) -> int:
+    from tfguard.pipeline.export import export_run, render_export
+
+    render_export(export_run(args.run_dir, args.out, tflite=not args.no_tflite), _console())
+    return 0
+
+
+def cmd_parity(args) -> int:
+    from tfguard.pipeline.parity import parity, render_parity
+
+    result = parity(args.export_dir, samples=args.samples)
+    render_parity(result, _console())
+    result.check()
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from tfguard.workflow import demo
+
+    console = _console()
+    result = demo(args.root, epochs=args.epochs, max_samples=args.max_samples, progress=console.print)
+    result.render(console)
+    result.demo.parity.check()
+    return 0
+
+
+COMMANDS = {
+    "demo": cmd_demo,
+    "doctor": cmd_doctor,
+    "export": cmd_export,
+    "parity": cmd_parity,
+    "replay": cmd_replay,
+    "train": cmd_train,
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,12 +123,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("path", help="a quarantine folder, e.g. tfguard-quarantine/<model>/step-N")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
 
-    for register in _EXTENSIONS:
-        register(sub)
+    p = sub.add_parser("demo", help="train the reference CNN offline, guarded and logged; diagnose; export")
+    p.add_argument("--root", default="runs/demo", help="where logs, reports and exports go")
+    p.add_argument("--epochs", type=int, default=5)
+    p.add_argument("--max-samples", type=int, default=None)
+
+    p = sub.add_parser("train", help="train a reference model (flags override --config TOML)")
+    p.add_argument("--config", default=None, help="a TOML file with the same keys as the flags")
+    p.add_argument("--data", default=None, help="digits | fashion_mnist | npz:PATH | dir:PATH")
+    p.add_argument("--model", default=None, choices=["cnn", "mlp"])
+    p.add_argument("--epochs", type=int, default=None)
+    p.add_argument("--batch-size", type=int, default=None)
+    p.add_argument("--learning-rate", type=float, default=None)
+    p.add_argument("--optimizer", default=None, choices=["adam", "adamw", "sgd", "rmsprop"])
+    p.add_argument("--augment", action=argparse.BooleanOptionalAction, default=None)
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--logdir", default=None)
+    p.add_argument("--export-dir", default=None)
+    p.add_argument("--max-samples", type=int, default=None)
+    p.add_argument("--policy", default="skip", choices=["raise", "skip", "warn"])
+
+    p = sub.add_parser("export", help="export a trained run: .keras, SavedModel, TFLite")
+    p.add_argument("run_dir")
+    p.add_argument("out", nargs="?", default=None)
+    p.add_argument("--no-tflite", action="store_true")
+
+    p = sub.add_parser("parity", help="Keras vs SavedModel vs TFLite on held-out samples")
+    p.add_argument("export_dir")
+    p.add_argument("--samples", type=int, default=256)
+
+    p = sub.add_parser("doctor", help="check versions, GPUs, two Kerases, XLA")
+    p.add_argument("--json", action="store_true")
     return parser
-
-
-_EXTENSIONS: list = []
 
 
 def main(argv: Sequence[str] | None = None) -> int:
