@@ -233,15 +233,15 @@ class Instrumentation:
 
     def _after_step(self, data, logs: dict) -> dict:
         extra = logs.pop(step_module.OUTPUT_KEY, {})
-        step = int(self.model.optimizer.iterations.numpy())
         self.last_global_norm = extra.get("global_norm")
         if "failures" in extra:
             failures = np.asarray(extra["failures"])
             if failures.any():
-                step = self._on_violation(data, extra, failures, step)
+                self._on_violation(data, extra, failures, self._step())
             else:
                 self.consecutive_skips = 0
         if self.listeners and ("signals" in extra or "histograms" in extra):
+            step = self._step()
             signals: dict = {}
             if "signals" in extra and float(extra["record_scalars"]) > 0:
                 signals.update({k: float(v) for k, v in extra["signals"].items()})
@@ -254,6 +254,10 @@ class Instrumentation:
             logs["guard_violations"] = float(self.epoch_violations)
             logs["guard_skipped"] = float(self.epoch_skipped)
         return logs
+
+    def _step(self) -> int:
+        """The global step: the optimizer's iterations (read only when needed)."""
+        return int(self.model.optimizer.iterations.numpy())
 
     def _on_violation(self, data, extra, failures, step) -> int:
         plan = self.plan
