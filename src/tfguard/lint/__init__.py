@@ -1,0 +1,52 @@
+"""Static checks of a model, its loss, a batch and a `tf.data` pipeline.
+
+Each check returns a list of `LintFinding` and never raises for a finding
+(raising is for arguments it cannot read). They run at compile/fit time and
+from the CLI (`tfguard lint MODEL.keras`).
+
+Example:
+
+>>> import keras
+>>> model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, activation="softmax")])
+>>> model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+>>> [(f.id, f.code) for f in lint(model)]
+[('loss_activation_mismatch', 'softmax_with_from_logits')]
+"""
+
+from tfguard.lint.dataset import lint_dataset
+from tfguard.lint.dataset_graph import DatasetGraph, DatasetOp, read_dataset_graph
+from tfguard.lint.describe import describe_model
+from tfguard.lint.finding import SEVERITIES, SYMPTOM_IDS, LintFinding, worst_severity
+from tfguard.lint.front import front_of_model
+from tfguard.lint.heads import OutputHead, output_heads
+from tfguard.lint.inputs import lint_inputs
+from tfguard.lint.labels import lint_labels
+from tfguard.lint.losses import LossInfo, resolve_loss
+from tfguard.lint.model_lint import lint_model
+from tfguard.lint.render import lint_from_json, lint_to_json, render_lint
+from tfguard.lint.runner import lint, lint_saved_model
+
+__all__ = [
+    "SEVERITIES",
+    "SYMPTOM_IDS",
+    "DatasetGraph",
+    "DatasetOp",
+    "LintFinding",
+    "LossInfo",
+    "OutputHead",
+    "describe_model",
+    "front_of_model",
+    "lint",
+    "lint_dataset",
+    "lint_from_json",
+    "lint_inputs",
+    "lint_labels",
+    "lint_model",
+    "lint_saved_model",
+    "lint_to_json",
+    "output_heads",
+    "read_dataset_graph",
+    "render_lint",
+    "resolve_loss",
+    "worst_severity",
+]

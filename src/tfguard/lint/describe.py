@@ -1,0 +1,174 @@
+"""`describe_model`: a JSON-able description of a Keras model and its compile state.
+
+The logger writes this description as text (`tags.CONFIG_MODEL`) and the
+diagnosis reads it back to know the output activation, the loss and which
+layers are ReLU or sigmoid. It works for Sequential, functional and subclassed
+models, compiled or not; a field that cannot be read is `None`.
+
+Shape of the result::
+
+    {"name", "class", "input_shape", "output_units", "output_activation",
+     "loss": {"name", "class", "from_logits"},
+     "optimizer": {"class", "learning_rate"},
+     "layers": [{"name", "class", "activation", "units", "params"}]}
+
+`output_activation_source` says how the activation was read (`"layer"`,
+`"probe"`, `"last_layer"` or `None`, see `tfguard.lint.heads`).
+`layers` lists the leaf layers (nested models are walked), in the order the
+model tracks them. A model with several outputs also gets `"outputs"`, one
+`{"name", "units", "activation", "loss"}` per output; the top-level fields
+then describe the first output.
+
+Example:
+
+>>> import keras
+>>> model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, activation="softmax")])
+>>> model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+>>> d = describe_model(model)
+>>> d["output_activation"], d["loss"]["from_logits"], d["optimizer"]["class"]
+('softmax', False, 'Adam')
+"""
+
+from __future__ import annotations
+
+import keras
+
+from tfguard.lint.heads import input_shapes, layer_activation, output_heads
+from tfguard.lint.losses import NO_LOSS, losses_per_output
+
+
+def _shape(shape) -> list | None:
+    return None if shape is None else [None if d is None else int(d) for d in shape]
+
+
+def _units(layer) -> int | None:
+    for attr in ("units", "filters", "output_dim"):
+        value = getattr(layer, attr, None)
+        if isinstance(value, int):
+            return value
+    return None
+
+
+def _params(layer) -> int | None:
+    if not layer.built:
+        return None
+    try:
+        return int(layer.count_params())
+    except ValueError:
+        return None
+
+
+def leaf_layers(model) -> list:
+    """Returns the leaf layers of a model, walking nested models, in tracking order.
+
+    Args:
+        model: a Keras model.
+
+    Returns:
+        Every layer that is not itself a model, input layers excluded.
+    """
+    leaves = []
+    for layer in model.layers:
+        if isinstance(layer, keras.Model):
+            leaves.extend(leaf_layers(layer))
+        elif type(layer).__name__ != "InputLayer":
+            leaves.append(layer)
+    return leaves
+
+
+def describe_layer(layer) -> dict:
+    """Describes one layer as `{"name", "class", "activation", "units", "params"}`.
+
+    Args:
+        layer: a Keras layer.
+
+    Returns:
+        The description; `params` is `None` for an unbuilt layer.
+    """
+    return {
+        "name": layer.name,
+        "class": type(layer).__name__,
+        "activation": layer_activation(layer),
+        "units": _units(layer),
+        "params": _params(layer),
+    }
+
+
+def describe_optimizer(optimizer) -> dict:
+    """Describes an optimizer as `{"class", "learning_rate"}` (current value).
+
+    Args:
+        optimizer: a Keras optimizer or `None`.
+
+    Returns:
+        The description, with `None` fields for `None`. A learning-rate
+        schedule is reported at the optimizer's current iteration.
+    """
+    if optimizer is None:
+        return {"class": None, "learning_rate": None}
+    inner = getattr(optimizer, "inner_optimizer", None)  # LossScaleOptimizer
+    target = inner if inner is not None else optimizer
+    try:
+        learning_rate = float(target.learning_rate)
+    except (AttributeError, TypeError, ValueError):
+        learning_rate = None
+    return {"class": type(target).__name__, "learning_rate": learning_rate}
+
+
+def describe_model(model) -> dict:
+    """Describes a Keras model, its loss and optimizer as a JSON-able dict.
+
+    Reading the output activation may call a built subclassed model once on a
+    random batch (see `tfguard.lint.heads`); nothing else runs the model.
+
+    Example:
+
+    >>> import json, keras
+    >>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    >>> json.loads(json.dumps(describe_model(model)))["loss"]
+    {'name': None, 'class': None, 'from_logits': None}
+
+    Args:
+        model: a Keras model (Sequential, functional or subclassed).
+
+    Returns:
+        The description documented in the module docstring.
+
+    Raises:
+        TypeError: if `model` is not a `keras.Model`.
+    """
+    heads = output_heads(model)
+    compiled_loss = getattr(model, "loss", None) if getattr(model, "compiled", False) else None
+    try:
+        losses = losses_per_output(compiled_loss, [h.name for h in heads])
+    except (TypeError, ValueError):
+        losses = [NO_LOSS for _ in heads]
+    shapes = input_shapes(model)
+    if shapes is None:
+        input_shape = None
+    elif len(shapes) == 1:
+        input_shape = _shape(shapes[0])
+    else:
+        input_shape = [_shape(s) for s in shapes]
+    description = {
+        "name": model.name,
+        "class": type(model).__name__,
+        "input_shape": input_shape,
+        "output_units": heads[0].units,
+        "output_activation": heads[0].activation,
+        "output_activation_source": heads[0].source,
+        "loss": losses[0].to_dict(),
+        "optimizer": describe_optimizer(getattr(model, "optimizer", None)),
+        "layers": [describe_layer(layer) for layer in leaf_layers(model)],
+    }
+    if len(heads) > 1:
+        description["outputs"] = [
+            {
+                "name": h.name,
+                "units": h.units,
+                "activation": h.activation,
+                "loss": info.to_dict(),
+            }
+            for h, info in zip(heads, losses)
+        ]
+    return description

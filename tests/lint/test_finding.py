@@ -1,0 +1,61 @@
+import json
+
+import numpy as np
+import pytest
+
+from tfguard.errors import ContractError
+from tfguard.lint.finding import SYMPTOM_IDS, LintFinding, severity_rank, worst_severity
+
+
+def make(severity="warning", **evidence):
+    return LintFinding("label_range", severity, "msg", "here", {"code": "c", **evidence}, "fix")
+
+
+def test_fields_code_and_dict():
+    f = make()
+    assert f.code == "c"
+    assert f.to_dict() == {
+        "id": "label_range",
+        "severity": "warning",
+        "message": "msg",
+        "where": "here",
+        "evidence": {"code": "c"},
+        "suggestion": "fix",
+    }
+
+
+def test_evidence_becomes_strict_json():
+    f = make(max=np.int64(10), mean=np.float32(0.5), shape=(2, 3), bad=float("nan"), arr=np.eye(2))
+    text = json.dumps(f.to_dict(), allow_nan=False)
+    evidence = json.loads(text)["evidence"]
+    assert evidence["max"] == 10 and isinstance(evidence["max"], int)
+    assert evidence["shape"] == [2, 3]
+    assert evidence["bad"] == "nan"
+    assert evidence["arr"] == [[1.0, 0.0], [0.0, 1.0]]
+
+
+@pytest.mark.parametrize("severity", ["fatal", "WARNING", "", None])
+def test_bad_severity_raises_with_received_value(severity):
+    with pytest.raises(ContractError, match="severity"):
+        make(severity=severity)
+
+
+def test_empty_id_raises():
+    with pytest.raises(ContractError, match="id"):
+        LintFinding("", "info", "m", "w")
+
+
+def test_worst_severity_and_rank():
+    assert worst_severity([]) is None
+    assert worst_severity([make("info"), make("error"), make("warning")]) == "error"
+    assert worst_severity([make("info")]) == "info"
+    assert severity_rank("info") < severity_rank("warning") < severity_rank("error")
+
+
+def test_vocabulary_ids():
+    assert set(SYMPTOM_IDS) >= {
+        "loss_activation_mismatch",
+        "label_range",
+        "unnormalized_input",
+        "pipeline_order",
+    }
