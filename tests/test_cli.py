@@ -36,3 +36,14 @@ def test_version_and_help(capsys):
     assert info.value.code == 0
     assert tfguard.__version__ in capsys.readouterr().out
     assert main([]) == 2
+
+
+def test_lint_a_saved_model_reports_the_mismatch(tmp_path, capsys):
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, activation="relu")])
+    model.compile(loss="sparse_categorical_crossentropy")
+    path = tmp_path / "m.keras"
+    model.save(path)
+    status = main(["lint", str(path), "--json"])
+    out = capsys.readouterr().out
+    assert "loss_activation_mismatch" in out
+    assert status == 1

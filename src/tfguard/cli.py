@@ -101,12 +101,45 @@ def cmd_demo(args) -> int:
     return 0
 
 
+def cmd_run(args) -> int:
+    from tfguard.attach import run_script
+
+    console = _console(stderr=True)  # the script owns stdout
+    result = run_script(
+        args.script,
+        args.args,
+        logdir=args.logdir,
+        policy=args.policy,
+        report=args.report,
+        html=args.html,
+        guard=not args.no_guard,
+        logger=not args.no_logger,
+        quarantine_dir=args.quarantine_dir,
+        progress=None if args.quiet else console.print,
+    )
+    result.render(console)
+    return result.exit_code
+
+
+def cmd_lint(args) -> int:
+    from tfguard.lint import lint_saved_model, lint_to_json, render_lint
+
+    findings = lint_saved_model(args.model)
+    if args.json:
+        print(lint_to_json(findings))
+    else:
+        render_lint(findings, _console())
+    return 1 if any(f.severity == "error" for f in findings) else 0
+
+
 COMMANDS = {
     "demo": cmd_demo,
+    "lint": cmd_lint,
     "doctor": cmd_doctor,
     "export": cmd_export,
     "parity": cmd_parity,
     "replay": cmd_replay,
+    "run": cmd_run,
     "train": cmd_train,
 }
 
@@ -151,6 +184,29 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("parity", help="Keras vs SavedModel vs TFLite on held-out samples")
     p.add_argument("export_dir")
     p.add_argument("--samples", type=int, default=256)
+
+    p = sub.add_parser(
+        "run",
+        help="run an unmodified Keras script with the firewall, the logger and live diagnosis",
+        description="Runs SCRIPT as `python SCRIPT ARGS...` would, with every keras.Model.fit "
+        "guarded, logged and diagnosed; prints the diagnosis on stderr and exits with the "
+        "script's status. Options go before SCRIPT; everything after it goes to the script.",
+    )
+    p.add_argument("--logdir", default="runs/attached", help="root of the event files (one run per fit)")
+    p.add_argument("--report", default=None, help="JSON report (default: LOGDIR/report.json)")
+    p.add_argument("--html", default=None, help="also write a self-contained HTML report")
+    p.add_argument("--policy", default="warn", choices=["raise", "skip", "warn"],
+                   help="firewall policy (default warn: never raises, never applies a non-finite update)")
+    p.add_argument("--quarantine-dir", default=None, help="where bad batches go (default: LOGDIR/quarantine)")
+    p.add_argument("--no-guard", action="store_true", help="do not guard the models")
+    p.add_argument("--no-logger", action="store_true", help="do not write TensorBoard event files")
+    p.add_argument("--quiet", action="store_true", help="no tfguard lines while the script runs")
+    p.add_argument("script", help="the training script")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
+
+    p = sub.add_parser("lint", help="static checks of a saved .keras model (activation vs loss)")
+    p.add_argument("model", help="a .keras file (loaded with safe_mode=True)")
+    p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("doctor", help="check versions, GPUs, two Kerases, XLA")
     p.add_argument("--json", action="store_true")
