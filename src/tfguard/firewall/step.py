@@ -36,6 +36,8 @@ from tfguard.checks.contract import leaves
 from tfguard.firewall import stats, taps
 
 OUTPUT_KEY = "_tfguard"
+# Counts of a data check that add up across replicas (min/max and shapes stay local).
+_SUMMED = ("bad", "total", "nan", "posinf", "neginf")
 HIST_BUCKETS = 30
 
 
@@ -230,7 +232,10 @@ def make_step(model: keras.Model, inst) -> callable:
                 zeros = tf.zeros([len(finite_tensors), 4])
                 outputs["finite_counts"] = _all_reduce_sum(tf.cond(local_failed, counts, lambda: zeros))
             if data_values:
-                outputs["data_values"] = data_values
+                outputs["data_values"] = [
+                    {k: _all_reduce_sum(v) if k in _SUMMED else v for k, v in values.items()}
+                    for values in data_values
+                ]
             apply_if(apply, optimizer, grads, variables)
         else:
             apply = tf.constant(True)
