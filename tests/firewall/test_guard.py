@@ -232,3 +232,13 @@ def test_off_means_off_the_traced_step_has_exactly_the_unguarded_ops(monkeypatch
     assert off == plain
     assert env_off == plain
     assert len(on) > len(plain)
+
+
+def test_an_epoch_with_no_applied_update_reports_nan_not_a_loss_of_zero(classifier, data, tmp_path):
+    x, y = data
+    model = tfguard.guard(
+        classifier, policy="skip", max_consecutive_skips=100, quarantine_dir=str(tmp_path)
+    )
+    history = model.fit(np.full_like(x, np.nan), y, batch_size=16, epochs=1, verbose=0)
+    assert history.history["guard_skipped"] == [4.0]
+    assert np.isnan(history.history["loss"][0])

@@ -106,6 +106,7 @@ class Instrumentation:
         self.skipped = 0
         self.epoch_violations = 0
         self.epoch_skipped = 0
+        self.epoch_steps = 0
         self.consecutive_skips = 0
         self.quarantined = 0
         self.last_global_norm = None
@@ -179,6 +180,7 @@ class Instrumentation:
             original_reset(model)
             self.epoch_violations = 0
             self.epoch_skipped = 0
+            self.epoch_steps = 0
 
         object.__setattr__(model, "train_step", step_module.make_step(model, self))
         object.__setattr__(model, "make_train_function", make_train_function)
@@ -251,6 +253,10 @@ class Instrumentation:
                 for listener in list(self.listeners):
                     listener(step, signals)
         if self.guard is not None:
+            self.epoch_steps += 1
+            if self.epoch_skipped == self.epoch_steps:
+                # No update applied this epoch: an empty mean is not a loss of 0.
+                logs = {k: (float("nan") if not k.startswith("guard_") else v) for k, v in logs.items()}
             logs["guard_violations"] = float(self.epoch_violations)
             logs["guard_skipped"] = float(self.epoch_skipped)
         return logs
