@@ -1,0 +1,33 @@
+"""Reading TensorBoard logs: runs, scalars, histograms, texts, images, hparams.
+
+A fast, streaming, damage-tolerant reader of tfevents files. It reads the
+TFRecord framing itself (CRC32C-checked, in bounded chunks), decodes events
+with TensorBoard's own protos, and keeps only the tags and kinds asked for.
+
+Example:
+
+>>> import tempfile
+>>> import tensorflow as tf
+>>> from tfguard.events import read_logdir
+>>> logdir = tempfile.mkdtemp()
+>>> with tf.summary.create_file_writer(logdir + "/train").as_default():
+...     _ = tf.summary.scalar("train/loss", 0.25, step=7)
+>>> steps, wall_times, values = read_logdir(logdir)["train"].scalars["train/loss"]
+>>> int(steps[0]), float(values[0])
+(7, 0.25)
+"""
+
+from tfguard.events.logdir import find_runs, read_logdir
+from tfguard.events.records import Damage
+from tfguard.events.run import Run, read_run
+from tfguard.events.values import HistogramPoint, ImageInfo
+
+__all__ = [
+    "Damage",
+    "HistogramPoint",
+    "ImageInfo",
+    "Run",
+    "find_runs",
+    "read_logdir",
+    "read_run",
+]

@@ -1,0 +1,306 @@
+"""Accumulate the records of one run's event files into per-tag series.
+
+`Collector` is the hot loop of the reader. Records come in batches; a batch of
+scalar (and histogram) records is parsed in one protobuf call into columns
+(`tfguard.events.columns`) and its float32 scalars are decoded with numpy,
+with no Python object per record. Every other record (a text, an image,
+hparams, a TF1 value, a new tag, a step 0) is parsed on its own as a
+TensorBoard `Event` proto. A tag's kind is fixed by its first value that
+tells it (its plugin name, or the TF1 field), as TensorBoard does.
+
+`finish` sorts every series by step; for the same tag and step the record read
+last wins (files are read in order, so the later file wins).
+
+Example:
+
+>>> from tensorboard.compat.proto import event_pb2
+>>> from tfguard.events.selection import Selection
+>>> event = event_pb2.Event(step=2, wall_time=1.0)
+>>> _ = event.summary.value.add(tag="loss", simple_value=0.5)
+>>> collector = Collector(Selection.build(), damage=[])
+>>> collector.add("f", [0], [event.SerializeToString()])
+>>> steps, walls, values = collector.finish()["scalars"]["loss"]
+>>> int(steps[0]), float(values[0])
+(2, 0.5)
+"""
+
+from __future__ import annotations
+
+import struct
+from array import array
+from itertools import repeat
+
+import numpy as np
+from tensorboard.compat.proto import event_pb2
+
+from tfguard.events import decode
+from tfguard.events.columns import aligned_columns
+from tfguard.events.records import Damage
+from tfguard.events.selection import Selection
+from tfguard.events.values import HistogramPoint, ImageInfo
+
+__all__ = ["Collector"]
+
+_SKIP = "skip"
+_UNPACK_F32 = struct.Struct("<f").unpack
+_DT_FLOAT = 1
+_BATCH = 512  # records parsed into columns at once
+_BATCH_BYTES = _BATCH * 256  # larger records (histograms, images) are not scalars
+_UNKNOWN, _SKIPPED = -1, -2  # column codes of tags that are not fast scalars
+
+
+class _Scalars:
+    """The points of one scalar tag in the order read, as compact arrays (24 bytes each)."""
+
+    __slots__ = ("steps", "walls", "values", "adders")
+    kind = "scalars"
+
+    def __init__(self):
+        self.steps, self.walls, self.values = array("q"), array("d"), array("d")
+        self.adders = (self.steps.append, self.walls.append, self.values.append)
+
+    def extend(self, steps: np.ndarray, walls: np.ndarray, values: np.ndarray) -> None:
+        self.steps.frombytes(steps.astype(np.int64, copy=False).tobytes())
+        self.walls.frombytes(walls.astype(np.float64, copy=False).tobytes())
+        self.values.frombytes(values.astype(np.float64, copy=False).tobytes())
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """Steps, wall times and values sorted by step, the last record per step kept."""
+        if not len(self.steps):
+            return None
+        # Views, not copies: the arrays are never appended to after this.
+        steps = np.frombuffer(self.steps, dtype=np.int64)
+        walls = np.frombuffer(self.walls, dtype=np.float64)
+        values = np.frombuffer(self.values, dtype=np.float64)
+        if steps.size > 1 and not bool(np.all(steps[1:] > steps[:-1])):
+            order = np.argsort(steps, kind="stable")
+            ordered = steps[order]
+            last = np.empty(ordered.size, dtype=bool)
+            last[:-1] = ordered[1:] != ordered[:-1]
+            last[-1] = True
+            keep = order[last]
+            steps, walls, values = steps[keep], walls[keep], values[keep]
+        return steps, walls, values
+
+
+class _Items:
+    """The points of one histogram, text, image or hparams tag."""
+
+    __slots__ = ("kind", "items")
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        self.items: list[tuple[int, float, object]] = []
+
+
+class Collector:
+    """Collects the selected values of one run from its records.
+
+    Args:
+        selection: what to keep.
+        damage: list that receives a `Damage` for each record or value that
+            cannot be decoded.
+    """
+
+    def __init__(self, selection: Selection, damage: list[Damage]):
+        self.selection = selection
+        self.damage = damage
+        self._series: dict[str, _Scalars | _Items | str] = {}
+        self._codes: dict[bytes, int] = {}  # UTF-8 tag -> index in _fast, or _SKIPPED
+        self._fast: list[_Scalars] = []
+        self._needles = selection.needles()
+        self._hparams: dict[str, object] = {}
+        self._hparams_config: dict | None = None
+        self._session: dict[str, object] = {}
+
+    def add(self, path: str, offsets: list[int], datas: list[bytes]) -> None:
+        """Decode intact records of the file `path`.
+
+        Args:
+            path: the event file, for damage reports.
+            offsets: byte offset of each record, as yielded by `iter_records`.
+            datas: each record's data (a serialized `Event`).
+        """
+        needles = self._needles
+        if needles is not None:
+            wanted = [i for i, data in enumerate(datas) if any(n in data for n in needles)]
+            offsets = [offsets[i] for i in wanted]
+            datas = [datas[i] for i in wanted]
+        for start in range(0, len(datas), _BATCH):
+            batch_offsets = offsets[start : start + _BATCH]
+            batch = datas[start : start + _BATCH]
+            if (
+                len(batch) < 8
+                or sum(map(len, batch)) > _BATCH_BYTES
+                or not self._add_columns(path, batch_offsets, batch)
+            ):
+                self._add_events(path, batch_offsets, batch)
+
+    def _add_columns(self, path: str, offsets: list[int], batch: list[bytes]) -> bool:
+        """Take a batch through the columnar path; `False` if it cannot."""
+        columns = aligned_columns(batch)
+        if columns is None:
+            return False
+        count = len(batch)
+        codes = np.fromiter(map(self._codes.get, columns.tags, repeat(_UNKNOWN)), np.int64, count)
+        lengths = np.fromiter(map(len, columns.contents), np.int64, count)
+        fast = (codes >= 0) & (np.asarray(columns.dtypes, dtype=np.int64) == _DT_FLOAT)
+        fast &= lengths == 4
+        slow = codes == _UNKNOWN
+        if bool(np.any((codes >= 0) & ~fast)):
+            return False  # a known scalar written another way: keep record order
+        rows = np.flatnonzero(fast)
+        if rows.size:
+            contents = columns.contents
+            blob = (
+                b"".join(contents)
+                if rows.size == count
+                else b"".join(map(contents.__getitem__, rows))
+            )
+            values = np.frombuffer(blob, dtype="<f4").astype(np.float64)
+            steps = np.asarray(columns.steps, dtype=np.int64)[rows]
+            walls = np.asarray(columns.wall_times, dtype=np.float64)[rows]
+            row_codes = codes[rows]
+            order = np.argsort(row_codes, kind="stable")
+            sorted_codes = row_codes[order]
+            bounds = np.flatnonzero(sorted_codes[1:] != sorted_codes[:-1]) + 1
+            for group in np.split(order, bounds):
+                series = self._fast[int(row_codes[group[0]])]
+                series.extend(steps[group], walls[group], values[group])
+        if bool(slow.any()):
+            rows = np.flatnonzero(slow).tolist()
+            self._add_events(path, [offsets[i] for i in rows], [batch[i] for i in rows])
+        return True
+
+    def _add_events(self, path: str, offsets: list[int], batch: list[bytes]) -> None:
+        """Parse each record as an `Event` (the general path)."""
+        parse = event_pb2.Event.FromString
+        series_of = self._series.get
+        unpack_f32 = _UNPACK_F32
+        for offset, data in zip(offsets, batch):
+            try:
+                event = parse(data)
+            except Exception as err:  # any undecodable payload is damage
+                self.damage.append(Damage(path, offset, f"undecodable event: {err}"))
+                continue
+            values = event.summary.value
+            if not values:
+                continue
+            step = event.step
+            wall = event.wall_time
+            for value in values:
+                series = series_of(value.tag)
+                if series is None:
+                    series = self._classify(value)
+                    if series is None:
+                        continue
+                if series is _SKIP:
+                    continue
+                if series.kind == "scalars":
+                    tensor = value.tensor
+                    content = tensor.tensor_content
+                    if len(content) == 4 and tensor.dtype == _DT_FLOAT:
+                        number = unpack_f32(content)[0]
+                    else:
+                        try:
+                            number = decode.scalar_value(value)
+                        except Exception as err:  # a bad value is damage
+                            self._bad(path, offset, value.tag, step, err)
+                            continue
+                    add_step, add_wall, add_value = series.adders
+                    add_step(step)
+                    add_wall(wall)
+                    add_value(number)
+                else:
+                    self._add_item(path, offset, series, step, wall, value)
+
+    def _classify(self, value) -> _Scalars | _Items | str | None:
+        """Fix the kind of a new tag; `None` while the kind is not yet known."""
+        tag = value.tag
+        kind = decode.value_kind(value)
+        if kind is None:
+            return None
+        series: _Scalars | _Items | str
+        if not self.selection.wants_kind(kind) or (
+            kind != "hparams" and not self.selection.wants(tag)
+        ):
+            series = _SKIP
+            self._codes[tag.encode("utf-8")] = _SKIPPED
+        elif kind == "scalars":
+            series = _Scalars()
+            self._codes[tag.encode("utf-8")] = len(self._fast)
+            self._fast.append(series)
+        else:
+            series = _Items(kind)
+        self._series[tag] = series
+        return series
+
+    def _bad(self, path: str, offset: int, tag: str, step: int, err: Exception) -> None:
+        self.damage.append(Damage(path, offset, f"tag {tag!r} at step {step}: {err}"))
+
+    def _add_item(self, path, offset, series: _Items, step: int, wall: float, value) -> None:
+        """Decode a histogram, text, image or hparams value."""
+        try:
+            kind = series.kind
+            if kind == "histograms":
+                series.items.append((step, wall, decode.histogram_buckets(value)))
+            elif kind == "texts":
+                series.items.append((step, wall, decode.text_value(value)))
+            elif kind == "images":
+                entries = decode.image_entries(value, self.selection.load_images)
+                series.items.append((step, wall, entries))
+            elif kind == "hparams":
+                which, content = decode.hparams_data(value)
+                if which == "experiment":
+                    self._hparams_config = content
+                elif which == "session_start_info":
+                    self._hparams = dict(content["hparams"])
+                    self._session["group_name"] = content["group_name"]
+                    self._session["start_time_secs"] = content["start_time_secs"]
+                else:
+                    self._session.update(content)
+        except Exception as err:  # a bad value is damage, never a crash
+            self._bad(path, offset, value.tag, step, err)
+
+    def finish(self) -> dict[str, object]:
+        """Return the collected values, sorted by step, one value per step.
+
+        Returns:
+            A dict with keys `scalars`, `histograms`, `texts`, `images`,
+            `hparams`, `hparams_config` and `hparams_session`, shaped as the
+            fields of `Run`.
+        """
+        out: dict[str, dict] = {"scalars": {}, "histograms": {}, "texts": {}, "images": {}}
+        for tag, series in self._series.items():
+            if series is _SKIP or series.kind == "hparams":
+                continue
+            if isinstance(series, _Scalars):
+                arrays = series.arrays()
+                if arrays is not None:
+                    out["scalars"][tag] = arrays
+            elif series.items:
+                items = _last_per_step(series.items)
+                if series.kind == "histograms":
+                    out["histograms"][tag] = [HistogramPoint(s, w, b) for s, w, b in items]
+                elif series.kind == "texts":
+                    out["texts"][tag] = items
+                else:
+                    out["images"][tag] = [
+                        ImageInfo(s, w, width, height, size, data)
+                        for s, w, entries in items
+                        for width, height, size, data in entries
+                    ]
+        return {
+            **out,
+            "hparams": dict(self._hparams),
+            "hparams_config": self._hparams_config,
+            "hparams_session": dict(self._session),
+        }
+
+
+def _last_per_step(items: list[tuple[int, float, object]]) -> list[tuple[int, float, object]]:
+    """Items sorted by step; of items with the same step the last is kept."""
+    by_step: dict[int, tuple[int, float, object]] = {}
+    for item in items:
+        by_step[item[0]] = item
+    return [by_step[step] for step in sorted(by_step)]
