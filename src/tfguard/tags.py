@@ -105,4 +105,5 @@ def hist_activations(layer: str) -> str:
 # -- text and images --------------------------------------------------------------
 CONFIG_HPARAMS = "config/hparams"  # markdown table
 CONFIG_MODEL = "config/model"  # JSON: layers, activations, output activation, loss
+CONFIG_LINT = "config/lint"  # JSON list of static (lint) findings at train start
 IMAGES_INPUTS = "images/inputs"

@@ -1,0 +1,63 @@
+"""Diagnose a training from its signals: symptom rules, live callback, reports.
+
+The rules (`tfguard.diagnose.rules`) are pure functions over a run's
+normalized `Signals`, one per symptom id of `SYMPTOMS`; each threshold is a
+documented field of `Thresholds`. The same rules run offline over a log
+directory (`diagnose_logdir`, tfguard's layout or the stock Keras
+callback's) and live during `fit` (`LiveDiagnosis`). Reports: a rich
+terminal summary (`render_terminal`), a versioned JSON document (`to_json`,
+schema `tfguard.report/1`), one self-contained HTML file (`write_html`), and
+a ranking of the runs of a sweep (`compare_logdir`, `render_compare`).
+
+Example:
+
+>>> from tfguard.diagnose import Signals, diagnose
+>>> s = Signals.from_arrays({
+...     "train/loss": (None, [1.0, 0.7, 0.5, 0.4, 0.3, 0.2, 0.1]),
+...     "val/loss": (None, [1.0, 0.8, 0.7, 0.8, 0.9, 1.0, 1.1])})
+>>> [(f.id, f.onset_epoch) for f in diagnose(s).findings]
+[('overfitting', 3)]
+"""
+
+from tfguard.diagnose.compare import CompareRow, compare_diagnoses, compare_logdir, render_compare
+from tfguard.diagnose.engine import Diagnosis, diagnose, metric_summary
+from tfguard.diagnose.finding import SEVERITIES, SYMPTOMS, Finding
+from tfguard.diagnose.live import LiveDiagnosis
+from tfguard.diagnose.normalize import signals_from_runs
+from tfguard.diagnose.offline import diagnose_logdir, load_signals
+from tfguard.diagnose.recorder import SignalRecorder
+from tfguard.diagnose.report_html import render_html, write_html
+from tfguard.diagnose.report_json import SCHEMA, to_json
+from tfguard.diagnose.report_terminal import render_terminal
+from tfguard.diagnose.rules import RULES, Rule
+from tfguard.diagnose.signals import MissingSignals, Series, Signals
+from tfguard.diagnose.thresholds import Thresholds
+
+__all__ = [
+    "RULES",
+    "SCHEMA",
+    "SEVERITIES",
+    "SYMPTOMS",
+    "CompareRow",
+    "Diagnosis",
+    "Finding",
+    "LiveDiagnosis",
+    "MissingSignals",
+    "Rule",
+    "Series",
+    "SignalRecorder",
+    "Signals",
+    "Thresholds",
+    "compare_diagnoses",
+    "compare_logdir",
+    "diagnose",
+    "diagnose_logdir",
+    "load_signals",
+    "metric_summary",
+    "render_compare",
+    "render_html",
+    "render_terminal",
+    "signals_from_runs",
+    "to_json",
+    "write_html",
+]

@@ -61,9 +61,17 @@ class Plan:
     describe: list  # per data slot: the describe function
 
 
-def _layer_key(variable) -> str:
-    path = getattr(variable, "path", None) or variable.name
-    return path.rsplit("/", 1)[0] if "/" in path else path
+def _layer_key(variable, model_name: str) -> str:
+    """The layer a variable belongs to, named as the activation tags name it.
+
+    Keras paths are `<layer>/<var>` or `<model>/<layer>/<var>` depending on
+    the model type; the model's own name is dropped so `grad_norm/dense` and
+    `activation/dead_fraction/dense` agree.
+    """
+    parts = (getattr(variable, "path", None) or variable.name).split("/")
+    if len(parts) > 2 and parts[0] == model_name:
+        parts = parts[1:]
+    return "/".join(parts[:-1]) if len(parts) > 1 else parts[0]
 
 
 def _float_leaves(value) -> list[tf.Tensor]:
@@ -316,7 +324,7 @@ def _signal_fns(model, inst, x, y, variables, grads, sq_norms, records):
     by_layer: dict[str, list[int]] = {}
     present = [i for i, g in enumerate(grads) if g is not None]
     for position, index in enumerate(present):
-        by_layer.setdefault(_layer_key(variables[index]), []).append(position)
+        by_layer.setdefault(_layer_key(variables[index], model.name), []).append(position)
     signals[tags.GLOBAL_GRAD_NORM] = lambda: tf.sqrt(tf.add_n(sq_norms)) if sq_norms else 0.0
     for layer, positions in by_layer.items():
         signals[tags.grad_norm(layer)] = lambda p=positions: tf.sqrt(tf.add_n([sq_norms[i] for i in p]))

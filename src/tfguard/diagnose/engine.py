@@ -1,0 +1,218 @@
+"""`diagnose`: run the rules over one run's signals and gather a `Diagnosis`.
+
+The same pure rules serve the offline reader (`diagnose_logdir`) and the
+live callback (`LiveDiagnosis`). A rule that lacks its signals is not run:
+it is listed in `rules_skipped` with the reason, so a report of a stock
+Keras log says, e.g., that no gradient rule ran because no gradient norm was
+logged. A rule that crashes is listed there too (with the error), never
+hiding the other rules' findings. Once a run has died (its loss or gradient
+norm NaN/Inf for good), only `nonfinite` reads what comes after: every
+other statistic of a NaN network is meaningless (a NaN layer looks "dead").
+
+Example:
+
+>>> from tfguard.diagnose import Signals, diagnose
+>>> d = diagnose(Signals.from_arrays({"train/loss": (None, [2.3, 2.3, 2.3, 2.3, 2.3])}))
+>>> [f.id for f in d.findings], "exploding_gradient" in d.skipped_ids
+(['no_learning'], True)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+
+from tfguard import tags
+from tfguard.diagnose.finding import Finding, severity_rank
+from tfguard.diagnose.rules import RULES, Rule
+from tfguard.diagnose.signals import MissingSignals, Signals
+from tfguard.diagnose.thresholds import Thresholds
+from tfguard.errors import ContractError
+
+_LOWER_IS_BETTER = ("loss", "error", "mse", "mae", "mape", "msle", "crossentropy", "hinge",
+                    "divergence", "poisson", "cosh")
+
+
+def lower_is_better(metric: str) -> bool:
+    """True for loss-like metric names (`loss`, `mae`, ...), False for `accuracy`, `auc`, ..."""
+    name = metric.rsplit("/", 1)[-1].lower()
+    return any(word in name for word in _LOWER_IS_BETTER)
+
+
+@dataclasses.dataclass
+class Diagnosis:
+    """The diagnosis of one run.
+
+    Args:
+        run: the run's name.
+        findings: the findings, worst severity first, then by onset.
+        rules_run: ids of the rules that ran.
+        rules_skipped: `{"id", "reason"}` for each rule that could not run.
+        hparams: the run's hyperparameters.
+        metrics: per epoch-level tag (`train/loss`, `val/accuracy`, ...):
+            `{"final", "best", "best_epoch", "best_step", "mode"}`.
+        source: `"tfguard"`, `"keras"`, `"live"` or `"memory"`.
+        notes: remarks on the logs (damaged files, ...).
+        signals: the signals diagnosed (for plots; not serialized).
+    """
+
+    run: str
+    findings: list = dataclasses.field(default_factory=list)
+    rules_run: list = dataclasses.field(default_factory=list)
+    rules_skipped: list = dataclasses.field(default_factory=list)
+    hparams: dict = dataclasses.field(default_factory=dict)
+    metrics: dict = dataclasses.field(default_factory=dict)
+    source: str = "memory"
+    notes: list = dataclasses.field(default_factory=list)
+    signals: Signals | None = dataclasses.field(default=None, repr=False, compare=False)
+
+    @property
+    def ids(self) -> list[str]:
+        """The symptom ids found, without repeats, in report order."""
+        return list(dict.fromkeys(f.id for f in self.findings))
+
+    @property
+    def skipped_ids(self) -> list[str]:
+        """The ids of the rules that could not run."""
+        return [s["id"] for s in self.rules_skipped]
+
+    @property
+    def worst(self) -> str | None:
+        """The worst severity found, or `None` when there is no finding."""
+        if not self.findings:
+            return None
+        return max((f.severity for f in self.findings), key=severity_rank)
+
+    def by_id(self, symptom: str) -> list[Finding]:
+        """The findings of one symptom id."""
+        return [f for f in self.findings if f.id == symptom]
+
+
+def metric_summary(signals: Signals) -> dict:
+    """Final and best value of every epoch-level `train/*` and `val/*` series.
+
+    Args:
+        signals: the run.
+
+    Returns:
+        tag -> `{"final", "best", "best_epoch", "best_step", "mode"}`;
+        `mode` is `"min"` for loss-like metrics, else `"max"`; non-finite
+        values are ignored for `best`.
+    """
+    summary = {}
+    for tag, s in signals.scalars.items():
+        if not tag.startswith(("train/", "val/")) or tag == tags.EPOCH or not len(s):
+            continue
+        mode = "min" if lower_is_better(tag) else "max"
+        finite = np.flatnonzero(np.isfinite(s.values))
+        entry = {"final": float(s.values[-1]), "best": None, "best_epoch": None,
+                 "best_step": None, "mode": mode}
+        if len(finite):
+            pick = np.argmin if mode == "min" else np.argmax
+            i = int(finite[pick(s.values[finite])])
+            step, epoch = s.at(i)
+            entry.update(best=float(s.values[i]), best_epoch=epoch, best_step=step)
+        summary[tag] = entry
+    return summary
+
+
+def death_point(signals: Signals) -> tuple[int | None, int | None] | None:
+    """Where a run died: the first point after which its loss or gradient norm is never finite again.
+
+    Args:
+        signals: the run.
+
+    Returns:
+        `(step, epoch)` of the earliest such point over `batch/loss`,
+        `train/loss` and `grad_norm/global` (either may be `None`), or `None`
+        when the run never died.
+    """
+    points = []
+    for tag in (tags.batch("loss"), tags.train("loss"), tags.GLOBAL_GRAD_NORM):
+        s = signals.series(tag)
+        if s is None:
+            continue
+        finite = np.flatnonzero(np.isfinite(s.values))
+        start = int(finite[-1]) + 1 if len(finite) else 0
+        if start < len(s):
+            points.append(s.at(start))
+    if not points:
+        return None
+    with_steps = [p for p in points if p[0] is not None]
+    if with_steps:
+        step = min(p[0] for p in with_steps)
+        return step, signals.epoch_of(step)
+    return None, min(p[1] for p in points if p[1] is not None)
+
+
+def _resolve_rules(rules) -> list[Rule]:
+    if rules is None:
+        return list(RULES.values())
+    resolved = []
+    for rule in rules:
+        if isinstance(rule, Rule):
+            resolved.append(rule)
+        elif isinstance(rule, str) and rule in RULES:
+            resolved.append(RULES[rule])
+        else:
+            raise ContractError(
+                f"Received an unknown rule, expected a `Rule` or one of {list(RULES)}. "
+                f"Received: {rule!r}"
+            )
+    return resolved
+
+
+def diagnose(
+    signals: Signals,
+    rules: Iterable[str | Rule] | None = None,
+    thresholds: Thresholds | Mapping | None = None,
+) -> Diagnosis:
+    """Runs the diagnosis rules over one run's signals.
+
+    Example:
+
+    >>> from tfguard.diagnose import Signals, diagnose
+    >>> d = diagnose(Signals.from_arrays({"train/loss": (None, [1.0, 0.5, 0.3, 0.2])}),
+    ...              rules=["no_learning", "overfitting"])
+    >>> d.findings, d.skipped_ids
+    ([], ['overfitting'])
+
+    Args:
+        signals: the normalized signals of one run.
+        rules: rule ids or `Rule` objects to run. Defaults to `None` (all of `RULES`).
+        thresholds: a `Thresholds` or a mapping of overrides. Defaults to
+            `None` (the documented defaults).
+
+    Returns:
+        A `Diagnosis`.
+
+    Raises:
+        ContractError: for an unknown rule id or threshold name.
+    """
+    th = Thresholds.resolve(thresholds)
+    findings, run, skipped = [], [], []
+    death = death_point(signals)
+    alive = signals.truncated(*death) if death is not None else signals
+    for rule in _resolve_rules(rules):
+        try:
+            found = rule(signals if rule.after_death else alive, th)
+        except MissingSignals as missing:
+            skipped.append({"id": rule.id, "reason": str(missing)})
+            continue
+        except Exception as err:  # a broken rule must not hide the others
+            skipped.append({"id": rule.id, "reason": f"rule failed: {type(err).__name__}: {err}"})
+            continue
+        run.append(rule.id)
+        findings.extend(found)
+    findings.sort(key=lambda f: (
+        -severity_rank(f.severity),
+        f.onset_step if f.onset_step is not None else 2**62,
+        f.onset_epoch if f.onset_epoch is not None else 2**62,
+    ))
+    return Diagnosis(
+        run=signals.run, findings=findings, rules_run=run, rules_skipped=skipped,
+        hparams=dict(signals.hparams), metrics=metric_summary(signals), source=signals.source,
+        notes=list(signals.notes), signals=signals,
+    )

@@ -1,0 +1,164 @@
+"""`LiveDiagnosis`: the diagnosis rules as a Keras callback, reporting at the epoch a symptom appears.
+
+At the end of every epoch the callback runs the same pure rules as
+`diagnose_logdir` over the training's in-memory history and reports each
+new symptom (a new `(id, where)`) once: it is appended to `.findings`, its
+epoch to `.reported_epoch`, and `on_finding(finding)` is called. With
+`stop_on_error=True`, an error-severity finding sets `model.stop_training`.
+
+The history holds the epoch logs Keras hands to callbacks and, when the
+model is instrumented (`tfguard.firewall.instrument`, the default), the
+per-step signals the guarded train step computes on schedule: gradient
+norms, zero-gradient, dead and saturated fractions, input and label
+statistics. Signals are computed once, in the graph; the callback only
+listens. Rules whose signals are absent are listed in
+`diagnosis.rules_skipped`.
+
+Example:
+
+>>> import keras, numpy as np
+>>> from tfguard.diagnose import LiveDiagnosis
+>>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+>>> model.compile(optimizer=keras.optimizers.SGD(0.0), loss="mse")
+>>> live = LiveDiagnosis(instrument=False)
+>>> _ = model.fit(np.ones((32, 3)), np.ones((32, 1)), epochs=5, verbose=0, callbacks=[live])
+>>> [(f.id, live.reported_epoch[f.key]) for f in live.findings]
+[('no_learning', 3)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+
+import keras
+
+from tfguard import tags
+from tfguard.diagnose.engine import Diagnosis, diagnose
+from tfguard.diagnose.finding import Finding
+from tfguard.diagnose.recorder import SignalRecorder
+from tfguard.diagnose.rules import Rule
+from tfguard.diagnose.thresholds import Thresholds
+
+
+def _describe(model) -> dict | None:
+    try:
+        from tfguard.lint.describe import describe_model
+    except ImportError:  # pragma: no cover - the lint room is part of tfguard
+        return None
+    try:
+        return describe_model(model)
+    except Exception:  # a model the description cannot read is diagnosed without it
+        return None
+
+
+class LiveDiagnosis(keras.callbacks.Callback):
+    """Diagnoses a training while it runs.
+
+    Args:
+        rules: rule ids or `Rule` objects. Defaults to `None` (all rules).
+        thresholds: a `Thresholds` or a mapping of overrides. Defaults to `None`.
+        stop_on_error: set `model.stop_training` when an error-severity
+            symptom appears. Defaults to `False`.
+        on_finding: called with each new `Finding` when it is first reported.
+            Defaults to `None`.
+        instrument: listen to the per-step signals of the instrumented train
+            step (`tfguard.firewall.instrument(model)`, attached if needed).
+            Defaults to `True`.
+        scalars_every: the steps between two signal observations asked of
+            the instrumented step. Defaults to `10`.
+        run: the run's name in reports. Defaults to `"live"`.
+        hparams: hyperparameters to show in reports. Defaults to `None`.
+        lint: static findings (e.g. of the input pipeline) to report.
+            Defaults to `None`.
+
+    Raises:
+        ContractError: for an unknown rule id or threshold name (at the first epoch end).
+    """
+
+    def __init__(
+        self,
+        *,
+        rules: Iterable[str | Rule] | None = None,
+        thresholds: Thresholds | Mapping | None = None,
+        stop_on_error: bool = False,
+        on_finding: Callable[[Finding], None] | None = None,
+        instrument: bool = True,
+        scalars_every: int = 10,
+        run: str = "live",
+        hparams: Mapping | None = None,
+        lint: list | None = None,
+    ):
+        super().__init__()
+        if int(scalars_every) < 1:
+            raise ValueError(
+                "Received an invalid value for `scalars_every`, expected a positive integer. "
+                f"Received: scalars_every={scalars_every}"
+            )
+        self.rules = None if rules is None else list(rules)
+        self.thresholds = Thresholds.resolve(thresholds)
+        self.stop_on_error = stop_on_error
+        self._on_finding = on_finding
+        self.instrument = instrument
+        self.scalars_every = int(scalars_every)
+        self.run = run
+        self.recorder = SignalRecorder(run, hparams=hparams, lint=lint)
+        self.findings: list[Finding] = []
+        self.reported_epoch: dict[tuple, int] = {}
+        self.diagnosis: Diagnosis | None = None
+        self._inst = None
+        self._batches = 0
+
+    # -- wiring ------------------------------------------------------------------
+    def set_model(self, model):
+        super().set_model(model)
+        if self.instrument and self._inst is None:
+            from tfguard.firewall.instrument import instrument
+
+            self._inst = instrument(model)
+            self._inst.request(scalars_every=self.scalars_every)
+            self._inst.add_listener(self.recorder.add)
+            self._inst.add_event_listener(self._on_guard_event)
+
+    def _on_guard_event(self, event) -> None:
+        self.recorder.add_text(tags.GUARD_EVENTS, event.step, event.message)
+
+    def _step(self) -> int:
+        return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+
+    # -- callback hooks ------------------------------------------------------------
+    def on_train_begin(self, logs=None):
+        if self.recorder.model is None:
+            self.recorder.model = _describe(self.model)
+        if self._inst is not None and self.model.train_function is None:
+            self.model.make_train_function()
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._batches += 1
+        if self._batches % self.scalars_every == 1 or self.scalars_every == 1:
+            value = (logs or {}).get("loss")
+            if value is not None:
+                self.recorder.add_scalar(tags.batch("loss"), self._step(), float(value))
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.recorder.end_epoch(epoch, self._step(), logs)
+        self.diagnosis = diagnose(self.recorder.signals(), rules=self.rules,
+                                  thresholds=self.thresholds)
+        for finding in self.diagnosis.findings:
+            if finding.key in self.reported_epoch:
+                continue
+            self.reported_epoch[finding.key] = epoch
+            self.findings.append(finding)
+            self.on_finding(finding)
+            if self.stop_on_error and finding.severity == "error":
+                self.model.stop_training = True
+
+    def on_train_end(self, logs=None):
+        if self._inst is not None:
+            self._inst.remove_listener(self.recorder.add)
+            self._inst.remove_event_listener(self._on_guard_event)
+            self._inst = None
+
+    def on_finding(self, finding: Finding) -> None:
+        """Called once per new symptom; calls the `on_finding` argument. Override to react."""
+        if self._on_finding is not None:
+            self._on_finding(finding)

@@ -1,0 +1,287 @@
+"""Turn the runs `tfguard.events.read_logdir` returns into normalized `Signals`.
+
+Two layouts are recognized:
+
+- tfguard's: one run directory holds every tag of `tfguard.tags`
+  (`train/loss`, `val/loss`, `grad_norm/<layer>`, `config/model`, ...), all
+  at the optimizer's global step. Tags pass through unchanged.
+- the stock `keras.callbacks.TensorBoard` callback's: a run directory with
+  subfolders `train/` and `validation/`, tags `epoch_<metric>` (at the epoch
+  index), `batch_<metric>` (at the batch count, Keras's running mean over the
+  epoch), `evaluation_<metric>_vs_iterations` (validation at the optimizer's
+  step) and weight histograms `<layer>/<variable>/histogram`. They become
+  one run named after the parent folder with tags `train/<metric>`,
+  `val/<metric>`, `batch/<metric>`, `optimizer/learning_rate` and
+  `hist/weights/<variable>`; the validation steps give each epoch its last
+  global step.
+
+Example:
+
+>>> from tfguard.diagnose.normalize import keras_tag
+>>> keras_tag("epoch_accuracy", "validation"), keras_tag("epoch_learning_rate", "train")
+('val/accuracy', 'optimizer/learning_rate')
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+from collections.abc import Mapping
+
+import numpy as np
+
+from tfguard import tags
+from tfguard.diagnose.signals import Series, Signals, epochs_for
+
+#: Text tag where the static checks (tfguard.lint) may store their findings as JSON.
+CONFIG_LINT = tags.CONFIG_LINT
+
+_KERAS_RUNS = ("train", "validation")
+_TFGUARD_PREFIXES = ("train/", "val/", "batch/", "grad_norm/", "weight_norm/", "update_ratio/",
+                     "zero_grad_fraction/", "activation/", "data/", "guard/", "optimizer/")
+
+
+def keras_tag(tag: str, subrun: str) -> str | None:
+    """The tfguard tag of a stock Keras TensorBoard scalar tag, or `None` to drop it.
+
+    Args:
+        tag: the Keras tag, e.g. `"epoch_loss"`.
+        subrun: `"train"` or `"validation"`.
+
+    Returns:
+        e.g. `"train/loss"`, `"val/loss"`, `"batch/loss"`, `"optimizer/learning_rate"`.
+    """
+    if tag.startswith("epoch_"):
+        name = tag[len("epoch_"):]
+        if subrun == "train":
+            if name == "learning_rate":
+                return tags.LEARNING_RATE
+            if name == "steps_per_second":
+                return tags.STEPS_PER_SECOND
+            return tags.train(name)
+        return tags.val(name)
+    if tag.startswith("batch_") and subrun == "train":
+        name = tag[len("batch_"):]
+        return None if name == "steps_per_second" else tags.batch(name)
+    return None
+
+
+def _is_keras(run) -> bool:
+    base = posixpath.basename(run.name)
+    if base not in _KERAS_RUNS:
+        return False
+    names = list(run.scalars) + list(run.histograms)
+    if any(t.startswith(_TFGUARD_PREFIXES) for t in names):
+        return False
+    return any(t.startswith(("epoch_", "batch_", "evaluation_")) or t.endswith("/histogram")
+               for t in names) or not names
+
+
+def _is_empty(run) -> bool:
+    return not (run.scalars or run.histograms or run.texts)
+
+
+def _notes(run) -> list[str]:
+    return [f"damaged event file {d.path} at offset {d.offset}: {d.reason}"
+            for d in getattr(run, "damage", [])]
+
+
+def _texts(run) -> dict:
+    return {tag: [(int(step), text) for step, _wall, text in points]
+            for tag, points in run.texts.items()}
+
+
+def _last_json(texts: dict, tag: str):
+    for _step, text in reversed(texts.get(tag, [])):
+        try:
+            return json.loads(text)
+        except (TypeError, ValueError):
+            continue
+    return None
+
+
+def _hparams_from_markdown(texts: dict) -> dict:
+    found = {}
+    for _step, text in texts.get(tags.CONFIG_HPARAMS, [])[-1:]:
+        for line in (text or "").splitlines():
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) != 2 or set(cells[0]) <= set("-: ") or cells[0].lower() in ("name", "hparam"):
+                continue
+            found[cells[0]] = cells[1]
+    return found
+
+
+def _histograms(run, rename=lambda t: t) -> dict:
+    out = {}
+    for tag, points in run.histograms.items():
+        new = rename(tag)
+        if new is not None:
+            out[new] = [(int(p.step), np.asarray(p.buckets, dtype=np.float64)) for p in points]
+    return out
+
+
+def _lint(texts: dict, extra) -> list:
+    found = _last_json(texts, CONFIG_LINT)
+    items = list(found) if isinstance(found, list) else []
+    if not items:
+        for _step, text in texts.get(CONFIG_LINT, [])[-1:]:
+            items = [line.strip("-* ").strip() for line in (text or "").splitlines() if line.strip()]
+    return items + list(extra or [])
+
+
+def tfguard_signals(run, *, name: str | None = None, lint=None) -> Signals:
+    """Signals of one run written in tfguard's layout (tags unchanged).
+
+    Args:
+        run: a `tfguard.events.Run`.
+        name: the run's name in reports. Defaults to `None` (`run.name`).
+        lint: extra static findings. Defaults to `None`.
+
+    Returns:
+        A `Signals` with `source="tfguard"`.
+    """
+    texts = _texts(run)
+    raw = {tag: (np.asarray(st, np.int64), np.asarray(v, np.float64))
+           for tag, (st, _w, v) in run.scalars.items()}
+    ends = None
+    if tags.EPOCH in raw and len(raw[tags.EPOCH][0]):
+        ends = raw[tags.EPOCH][0]
+    elif tags.train("loss") in raw and len(raw[tags.train("loss")][0]):
+        ends = raw[tags.train("loss")][0]
+    scalars = {tag: Series(st, v, epochs_for(st, ends)) for tag, (st, v) in raw.items()}
+    model = _last_json(texts, tags.CONFIG_MODEL)
+    hparams = dict(run.hparams) or _hparams_from_markdown(texts)
+    return Signals(
+        run=name or run.name, scalars=scalars, histograms=_histograms(run), hparams=hparams,
+        model=model if isinstance(model, dict) else None, lint=_lint(texts, lint), texts=texts,
+        source="tfguard", epoch_end_steps=ends, notes=_notes(run), path=run.path,
+    )
+
+
+def _keras_epoch_ends(validation, n_epochs: int) -> np.ndarray | None:
+    if validation is None:
+        return None
+    evals = [t for t in validation.scalars if t.startswith("evaluation_") and t.endswith("_vs_iterations")]
+    epoch_tags = [t for t in validation.scalars if t.startswith("epoch_")]
+    if not evals or not epoch_tags:
+        return None
+    iters = np.asarray(validation.scalars[sorted(evals)[0]][0], dtype=np.int64)
+    epochs = np.asarray(validation.scalars[sorted(epoch_tags)[0]][0], dtype=np.int64)
+    if len(iters) != len(epochs) or not len(iters):
+        return None
+    per_epoch = iters / (epochs + 1)
+    if np.allclose(per_epoch, per_epoch[0]) and float(per_epoch[0]).is_integer():
+        count = max(n_epochs, int(epochs.max()) + 1)
+        return (np.arange(1, count + 1) * int(per_epoch[0])).astype(np.int64)
+    if np.array_equal(epochs, np.arange(len(epochs))) and len(epochs) >= n_epochs:
+        return iters
+    return None
+
+
+def keras_signals(train, validation, *, name: str, parent=None, lint=None) -> Signals:
+    """Signals of one run written by the stock `keras.callbacks.TensorBoard`.
+
+    Args:
+        train: the `Run` of the `train/` subfolder, or `None`.
+        validation: the `Run` of the `validation/` subfolder, or `None`.
+        name: the run's name in reports (the parent folder).
+        parent: the `Run` of the parent folder itself (hparams), or `None`. Defaults to `None`.
+        lint: extra static findings. Defaults to `None`.
+
+    Returns:
+        A `Signals` with `source="keras"`.
+    """
+    raw: dict[str, tuple[np.ndarray, np.ndarray, bool]] = {}
+    for run, subrun in ((train, "train"), (validation, "validation")):
+        if run is None:
+            continue
+        for tag, (steps, _wall, values) in run.scalars.items():
+            new = keras_tag(tag, subrun)
+            if new is not None:
+                raw[new] = (np.asarray(steps, np.int64), np.asarray(values, np.float64),
+                            tag.startswith("epoch_"))
+    n_epochs = max([len(s) for s, _v, by_epoch in raw.values() if by_epoch] or [0])
+    ends = _keras_epoch_ends(validation, n_epochs)
+    scalars = {}
+    for tag, (steps, values, by_epoch) in raw.items():
+        if by_epoch:
+            epochs = steps
+            if ends is not None:
+                known = epochs < len(ends)
+                steps = np.where(known, ends[np.minimum(epochs, len(ends) - 1)], -1)
+            else:
+                steps = np.full(len(values), -1, dtype=np.int64)
+            scalars[tag] = Series(steps.astype(np.int64), values, epochs.astype(np.int64))
+        else:
+            scalars[tag] = Series(steps, values, epochs_for(steps, ends))
+    notes = []
+    if tags.batch("loss") in scalars:
+        notes.append("batch/loss is Keras's running mean over each epoch, not per-batch losses")
+    hparams, texts, runs = {}, {}, [r for r in (parent, train, validation) if r is not None]
+    for run in runs:
+        hparams.update(run.hparams)
+        texts.update(_texts(run))
+        notes.extend(_notes(run))
+
+    def weight_tag(tag):
+        return tags.hist_weights(tag[: -len("/histogram")]) if tag.endswith("/histogram") else None
+
+    histograms = _histograms(train, weight_tag) if train is not None else {}
+    model = _last_json(texts, tags.CONFIG_MODEL)
+    base = train or validation or parent
+    return Signals(
+        run=name, scalars=scalars, histograms=histograms, hparams=hparams,
+        model=model if isinstance(model, dict) else None, lint=_lint(texts, lint), texts=texts,
+        source="keras", epoch_end_steps=ends, notes=notes,
+        path=os.path.dirname(os.path.normpath(base.path)) if base is not None else None,
+    )
+
+
+def signals_from_runs(runs: Mapping[str, object], *, root_name: str = ".", lint=None) -> list[Signals]:
+    """Normalizes every run of a logdir, detecting each run's layout.
+
+    Keras `train/` + `validation/` siblings become one run named after their
+    parent (`root_name` when the parent is the logdir itself); a parent run
+    that only holds hparams lends them to its Keras run; runs without any
+    scalar, histogram or text are left out.
+
+    Example:
+
+    >>> signals_from_runs({})
+    []
+
+    Args:
+        runs: run name -> `tfguard.events.Run`, as `read_logdir` returns.
+        root_name: the name of the logdir itself. Defaults to `"."`.
+        lint: static findings to attach to every run: a list, or a mapping
+            run name -> list. Defaults to `None`.
+
+    Returns:
+        One `Signals` per run, in run-name order.
+    """
+    def lint_for(name):
+        if isinstance(lint, Mapping):
+            return lint.get(name)
+        return lint
+
+    groups: dict[str, dict[str, object]] = {}
+    for name, run in runs.items():
+        if _is_keras(run):
+            parent = posixpath.dirname(name) or "."
+            groups.setdefault(parent, {})[posixpath.basename(name)] = run
+    out = []
+    for parent, members in groups.items():
+        display = root_name if parent == "." else parent
+        out.append((display, keras_signals(members.get("train"), members.get("validation"),
+                                           name=display, parent=runs.get(parent),
+                                           lint=lint_for(display))))
+    grouped = {f"{p}/{m}" if p != "." else m for p, ms in groups.items() for m in ms}
+    for name, run in runs.items():
+        if name in grouped or _is_empty(run):
+            continue
+        if name in groups and not any(t.startswith(_TFGUARD_PREFIXES) for t in run.scalars):
+            continue  # the parent of a Keras run: its hparams went there
+        display = root_name if name == "." else name
+        out.append((display, tfguard_signals(run, name=display, lint=lint_for(display))))
+    return [s for _n, s in sorted(out, key=lambda item: item[0])]

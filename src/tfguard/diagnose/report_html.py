@@ -1,0 +1,205 @@
+"""`write_html`: diagnoses as ONE self-contained HTML file with inline PNG plots.
+
+The page needs nothing but itself: styles are inline, plots are PNG images
+embedded as `data:` URIs (matplotlib, Agg canvas), and it has no script at
+all. Every value that comes from logs or users (run names, hparams, layer
+names, messages, reasons) is escaped with `html.escape`, and a
+Content-Security-Policy `<meta>` forbids scripts and any external resource,
+so even a string that slipped through could not run or load anything.
+
+Per run it shows: the hyperparameters, the final and best metrics, the
+symptoms (severity, id, layer, onset, message, evidence, suggestion), the
+loss and metric curves with the onset of each finding marked, the gradient
+norm of every layer, the dead and saturated fractions of every layer, and
+the rules that could not run with the reason.
+
+Example:
+
+>>> import os, tempfile
+>>> from tfguard.diagnose import Signals, diagnose, write_html
+>>> d = diagnose(Signals.from_arrays({"train/loss": ([10, 20, 30], [1.0, 0.6, 0.4])}, run="demo"))
+>>> path = write_html([d], os.path.join(tempfile.mkdtemp(), "report.html"))
+>>> "data:image/png;base64," in open(path, encoding="utf-8").read()
+True
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import os
+from collections.abc import Iterable
+
+from tfguard.diagnose.engine import Diagnosis
+from tfguard.diagnose.finding import SYMPTOMS, fmt
+from tfguard.diagnose.plots import activation_png, grad_norm_png, loss_png, metrics_png
+
+TITLE = "tfguard report"
+
+_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
+
+_STYLE = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#222;max-width:1100px}
+h1{font-size:1.6em}h2{font-size:1.3em;border-bottom:1px solid #ccc;padding-bottom:4px;margin-top:2em}
+h3{font-size:1.05em;margin-top:1.4em}
+table{border-collapse:collapse;margin:8px 0;font-size:0.9em}
+th,td{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
+th{background:#f4f4f4}
+table.wide{table-layout:fixed;width:100%}
+td,th,h2,li,p,code{overflow-wrap:anywhere;white-space:pre-wrap}
+.sev{font-weight:bold;text-transform:uppercase;font-size:0.8em}
+.error{color:#c0392b}.warning{color:#b9770e}.info{color:#2e86c1}.healthy{color:#1e8449}
+.muted{color:#777}.sym{font-family:ui-monospace,monospace;font-weight:bold}
+figure{margin:12px 0}figure img{max-width:100%;border:1px solid #eee}
+figcaption{font-size:0.85em;color:#555}
+"""
+
+
+def _e(value) -> str:
+    """Escapes any value for HTML text or attribute context."""
+    return html.escape(str(value), quote=True)
+
+
+def _img(png: bytes | None, alt: str, caption: str) -> str:
+    if not png:
+        return ""
+    data = base64.b64encode(png).decode("ascii")
+    return (f'<figure><img src="data:image/png;base64,{data}" alt="{_e(alt)}">'
+            f"<figcaption>{_e(caption)}</figcaption></figure>")
+
+
+def _kv_table(rows: list[tuple[str, str]], head: tuple[str, str]) -> str:
+    if not rows:
+        return '<p class="muted">none logged</p>'
+    body = "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in rows)
+    return (f'<table class="wide"><colgroup><col style="width:35%"><col style="width:65%">'
+            f"</colgroup><tr><th>{_e(head[0])}</th><th>{_e(head[1])}</th></tr>{body}</table>")
+
+
+def _onset(f) -> str:
+    parts = []
+    if f.onset_epoch is not None:
+        parts.append(f"epoch {f.onset_epoch}")
+    if f.onset_step is not None:
+        parts.append(f"step {f.onset_step}")
+    return ", ".join(parts) or "-"
+
+
+def _findings(d: Diagnosis) -> str:
+    if not d.findings:
+        return '<p class="healthy">No symptom found.</p>'
+    rows = []
+    for f in d.findings:
+        evidence = ", ".join(f"{k}={fmt(v) if isinstance(v, (int, float)) else v}"
+                             for k, v in f.evidence.items())
+        rows.append(
+            f'<tr class="symptom" data-id="{_e(f.id)}"><td class="sev {_e(f.severity)}">'
+            f"{_e(f.severity)}</td><td class=\"sym\" title=\"{_e(SYMPTOMS.get(f.id, ''))}\">"
+            f"{_e(f.id)}</td><td>{_e(f.where or '-')}</td><td class=\"onset\">{_e(_onset(f))}</td>"
+            f"<td>{_e(f.message)}<br><span class=\"muted\">{_e(evidence)}</span></td>"
+            f"<td>{_e(f.suggestion)}</td></tr>"
+        )
+    head = "".join(f"<th>{h}</th>" for h in ("severity", "symptom", "where", "onset",
+                                             "what was seen", "what to try"))
+    cols = "".join(f'<col style="width:{w}%">' for w in (9, 15, 12, 10, 30, 24))
+    return (f'<table class="findings wide"><colgroup>{cols}</colgroup><tr>{head}</tr>'
+            f"{''.join(rows)}</table>")
+
+
+def _metrics(d: Diagnosis) -> str:
+    rows = []
+    for tag, m in d.metrics.items():
+        best = "-" if m["best"] is None else fmt(m["best"])
+        at = "" if m["best_epoch"] is None else f" (epoch {m['best_epoch']})"
+        rows.append((tag, f"final {fmt(m['final'])}, best {best}{at}"))
+    return _kv_table(rows, ("metric", "value"))
+
+
+def _run_section(index: int, d: Diagnosis) -> str:
+    s = d.signals
+    worst = d.worst
+    status = ('<span class="healthy">healthy</span>' if worst is None else
+              f'<span class="{_e(worst)}">' + _e(", ".join(d.ids)) + "</span>")
+    parts = [f'<section class="run" id="run-{index}">',
+             f'<h2 class="run-name">{_e(d.run)}</h2>',
+             f'<p>source: {_e(d.source)} &middot; {status}</p>',
+             "<h3>Symptoms</h3>", _findings(d),
+             "<h3>Hyperparameters</h3>",
+             _kv_table([(k, v) for k, v in d.hparams.items()], ("hparam", "value")),
+             "<h3>Metrics</h3>", _metrics(d)]
+    if s is not None:
+        figures = [
+            _img(loss_png(s, d.findings), f"loss curves of run {d.run}",
+                 "Loss; dashed lines mark the onset of each symptom."),
+            _img(metrics_png(s), f"metric curves of run {d.run}", "Epoch metrics, train and validation."),
+            _img(grad_norm_png(s, d.findings), f"gradient norms of run {d.run}",
+                 "Gradient norm of every layer (log scale)."),
+            _img(activation_png(s, d.findings), f"activation statistics of run {d.run}",
+                 "Fraction of dead (ReLU) and saturated (sigmoid/tanh) units per layer."),
+        ]
+        figures = [f for f in figures if f]
+        if figures:
+            parts += ["<h3>Curves</h3>", *figures]
+    if d.rules_skipped:
+        items = "".join(f"<li><span class=\"sym\">{_e(r['id'])}</span>: {_e(r['reason'])}</li>"
+                        for r in d.rules_skipped)
+        parts += ["<h3>Rules not run</h3>", f'<ul class="skipped">{items}</ul>']
+    if d.notes:
+        parts += ["<h3>Notes</h3>", "<ul>" + "".join(f"<li>{_e(n)}</li>" for n in d.notes) + "</ul>"]
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def render_html(diagnoses: Iterable[Diagnosis], *, title: str = TITLE) -> str:
+    """The HTML page of the diagnoses, as a string.
+
+    Args:
+        diagnoses: the runs' diagnoses.
+        title: the page title. Defaults to `"tfguard report"`.
+
+    Returns:
+        A complete, self-contained HTML document.
+    """
+    diagnoses = list(diagnoses)
+    index_rows = "".join(
+        f'<tr><td><a href="#run-{i}">{_e(d.run)}</a></td>'
+        f'<td class="{_e(d.worst or "healthy")}">{_e(d.worst or "healthy")}</td>'
+        f"<td>{_e(', '.join(d.ids) or '-')}</td></tr>"
+        for i, d in enumerate(diagnoses)
+    )
+    index = ('<table class="index wide"><colgroup><col style="width:50%"><col style="width:10%">'
+             '<col style="width:40%"></colgroup><tr><th>run</th><th>worst</th><th>symptoms</th></tr>'
+             f"{index_rows}</table>" if diagnoses else "<p>No runs found.</p>")
+    body = "\n".join(_run_section(i, d) for i, d in enumerate(diagnoses))
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>"
+        f"<h1>{_e(title)}</h1><p class=\"muted\">{len(diagnoses)} run(s)</p>{index}\n{body}\n"
+        "</body></html>\n"
+    )
+
+
+def write_html(diagnoses: Iterable[Diagnosis], path: str | os.PathLike, *,
+               title: str = TITLE) -> str:
+    """Writes the diagnoses as one self-contained HTML file.
+
+    Args:
+        diagnoses: the runs' diagnoses.
+        path: the file to write (its folder is created).
+        title: the page title. Defaults to `"tfguard report"`.
+
+    Returns:
+        The path written, as a string.
+
+    Raises:
+        OSError: if the file cannot be written.
+    """
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    page = render_html(diagnoses, title=title)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(page)
+    return path

@@ -1,0 +1,103 @@
+"""`to_json`: diagnoses as a versioned, documented JSON document.
+
+Schema `tfguard.report/1` (a new field may be added within a version; a
+field is never renamed or removed without bumping the version)::
+
+    {
+      "schema": "tfguard.report/1",
+      "runs": [
+        {
+          "run": str,                      # the run's name
+          "source": "tfguard" | "keras" | "live" | "memory",
+          "hparams": {name: str | number | bool},
+          "metrics": {                     # per epoch-level tag
+            "train/loss": {"final": number, "best": number | null,
+                           "best_epoch": int | null, "best_step": int | null,
+                           "mode": "min" | "max"}, ...
+          },
+          "symptoms": [
+            {"id": str,                    # a symptom id (tfguard.diagnose.SYMPTOMS)
+             "severity": "info" | "warning" | "error",
+             "message": str,
+             "where": str | null,          # layer or variable
+             "evidence": {name: number},
+             "suggestion": str,
+             "onset_step": int | null,
+             "onset_epoch": int | null}, ...
+          ],                               # worst severity first, then by onset
+          "rules_run": [str],
+          "rules_skipped": [{"id": str, "reason": str}],
+          "notes": [str]
+        }, ...
+      ]
+    }
+
+Numbers that are not finite are written as the strings `"NaN"`,
+`"Infinity"` and `"-Infinity"`, so the document is strict JSON
+(`json.dumps(..., allow_nan=False)` succeeds).
+
+Example:
+
+>>> import json
+>>> from tfguard.diagnose import Signals, diagnose, to_json
+>>> doc = to_json([diagnose(Signals.from_arrays({"train/loss": (None, [1.0, float("nan")])}))])
+>>> doc["schema"], doc["runs"][0]["symptoms"][0]["id"]
+('tfguard.report/1', 'nonfinite')
+>>> _ = json.dumps(doc, allow_nan=False)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from tfguard.diagnose.engine import Diagnosis
+
+SCHEMA = "tfguard.report/1"
+
+
+def _strict(value):
+    if isinstance(value, dict):
+        return {str(k): _strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict(v) for v in value]
+    if hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def run_to_json(diagnosis: Diagnosis) -> dict:
+    """One run of the `tfguard.report/1` document.
+
+    Args:
+        diagnosis: the run's `Diagnosis`.
+
+    Returns:
+        The run's dict, as documented in this module.
+    """
+    return _strict({
+        "run": diagnosis.run,
+        "source": diagnosis.source,
+        "hparams": dict(diagnosis.hparams),
+        "metrics": dict(diagnosis.metrics),
+        "symptoms": [f.to_dict() for f in diagnosis.findings],
+        "rules_run": list(diagnosis.rules_run),
+        "rules_skipped": [dict(s) for s in diagnosis.rules_skipped],
+        "notes": list(diagnosis.notes),
+    })
+
+
+def to_json(diagnoses: Iterable[Diagnosis]) -> dict:
+    """Diagnoses as one `tfguard.report/1` document (a dict ready for `json.dump`).
+
+    Args:
+        diagnoses: the runs' diagnoses.
+
+    Returns:
+        `{"schema": "tfguard.report/1", "runs": [...]}`.
+    """
+    return {"schema": SCHEMA, "runs": [run_to_json(d) for d in diagnoses]}

@@ -1,0 +1,48 @@
+"""The diagnosis rules, one per symptom id, all pure functions over `Signals`.
+
+`RULES` maps each symptom id to its `Rule`, in the order reports list them.
+Pass a subset of ids (or your own `Rule` objects) to `diagnose(rules=...)`.
+
+Example:
+
+>>> from tfguard.diagnose.rules import RULES
+>>> list(RULES)[:3]
+['nonfinite', 'exploding_gradient', 'vanishing_gradient']
+"""
+
+from __future__ import annotations
+
+from tfguard.diagnose.rules.activations import dead_relu, saturated_activation
+from tfguard.diagnose.rules.base import Rule
+from tfguard.diagnose.rules.contract import loss_activation_mismatch
+from tfguard.diagnose.rules.data import label_range, pipeline_order, unnormalized_input
+from tfguard.diagnose.rules.gradients import exploding_gradient, vanishing_gradient
+from tfguard.diagnose.rules.loss_curve import (
+    no_learning,
+    oscillating_loss,
+    overfitting,
+    slow_convergence,
+)
+from tfguard.diagnose.rules.numeric import nonfinite
+
+RULES: dict[str, Rule] = {
+    rule.id: rule
+    for rule in (
+        Rule("nonfinite", nonfinite, "losses, metrics, gradient/weight norms; guard/events",
+             after_death=True),
+        Rule("exploding_gradient", exploding_gradient, "grad_norm/<layer>, grad_norm/global"),
+        Rule("vanishing_gradient", vanishing_gradient, "grad_norm/<layer> of 2+ layers"),
+        Rule("dead_relu", dead_relu, "activation/dead_fraction/<layer> or zero_grad_fraction/<layer>"),
+        Rule("saturated_activation", saturated_activation, "activation/saturated_fraction/<layer>"),
+        Rule("oscillating_loss", oscillating_loss, "train/loss per epoch or batch/loss"),
+        Rule("slow_convergence", slow_convergence, "train/loss per epoch, an initial loss"),
+        Rule("no_learning", no_learning, "train/loss per epoch"),
+        Rule("overfitting", overfitting, "train/loss and val/loss per epoch"),
+        Rule("loss_activation_mismatch", loss_activation_mismatch, "config/model"),
+        Rule("unnormalized_input", unnormalized_input, "data/input_std, data/input_mean"),
+        Rule("label_range", label_range, "data/label_min, data/label_max, config/model"),
+        Rule("pipeline_order", pipeline_order, "config/lint or data/label_min, data/label_max"),
+    )
+}
+
+__all__ = ["RULES", "Rule"]

@@ -1,0 +1,145 @@
+"""Rules `dead_relu` and `saturated_activation`, from per-layer activation statistics.
+
+DeepDiagnosis (ICSE 2022) calls a node dead when >= 70 % of its activations
+are <= 0 and an activation saturated when > 50 % of its pre-activations lie
+outside +-5 before a sigmoid or tanh. AUTOTRAINER (ICSE 2021) calls ReLUs
+dying when >= 70 % of all gradient entries are exactly zero. tfguard's
+logger writes, per layer, the fraction of units that are <= 0 for the whole
+batch (`activation/dead_fraction/<layer>`) and the fraction of
+pre-activations outside +-5 (`activation/saturated_fraction/<layer>`); these
+rules compare them with the published thresholds for `persistence`
+consecutive observations, one finding per layer, so the layer is named.
+Like DeepDiagnosis, saturation is judged on hidden layers: the output layer
+(known from the model description) is left out, since a trained classifier's
+sigmoid output saturates when it is confident.
+Without activation statistics, `dead_relu` falls back on the per-layer
+fraction of zero gradient entries (`zero_grad_fraction/<layer>`), skipping
+embedding and sigmoid/tanh/softmax layers, whose zeros mean something else.
+
+Example:
+
+>>> from tfguard.diagnose import Signals, Thresholds
+>>> from tfguard.diagnose.rules.activations import dead_relu
+>>> s = Signals.from_arrays({"activation/dead_fraction/dense": ([1, 2, 3, 4], [0.1, 0.8, 0.9, 0.9])})
+>>> f = dead_relu(s, Thresholds())[0]
+>>> f.where, f.onset_step
+('dense', 2)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tfguard.diagnose.finding import Finding, fmt
+from tfguard.diagnose.rules.base import first_persistent, onset
+from tfguard.diagnose.signals import MissingSignals, Series, Signals
+from tfguard.diagnose.thresholds import Thresholds
+
+_NOT_RELU = {"sigmoid", "tanh", "softmax", "softplus", "softsign", "linear", "exponential"}
+
+
+def _persistent_layers(layers: dict[str, Series], threshold: float, persistence: int):
+    for name, s in layers.items():
+        mask = np.isfinite(s.values) & (s.values >= threshold)
+        start = first_persistent(mask, persistence)
+        if start is not None:
+            yield name, s, start
+
+
+def _at(signals: Signals, s: Series, start: int) -> dict:
+    at = onset(s, start)
+    if at["onset_epoch"] is None:
+        at["onset_epoch"] = signals.epoch_of(at["onset_step"])
+    return at
+
+
+def dead_relu(signals: Signals, thresholds: Thresholds) -> list[Finding]:
+    """Reports ReLU layers most of whose units never fire.
+
+    Args:
+        signals: the run, with `activation/dead_fraction/<layer>` or
+            `zero_grad_fraction/<layer>`.
+        thresholds: uses `dead_fraction`, `dead_error_fraction`,
+            `zero_grad_fraction`, `persistence`.
+
+    Returns:
+        One finding per dying layer (error when the layer is entirely dead).
+
+    Raises:
+        MissingSignals: without activation or zero-gradient statistics.
+    """
+    layers = signals.per_layer("dead_fraction")
+    source, limit = "dead_fraction", thresholds.dead_fraction
+    if not layers:
+        source, limit = "zero_grad_fraction", thresholds.zero_grad_fraction
+        layers = {}
+        for name, s in signals.per_layer("zero_grad_fraction").items():
+            desc = signals.layer(name) or {}
+            if "embedding" in str(desc.get("class", name)).lower():
+                continue
+            if str(desc.get("activation") or "").lower() in _NOT_RELU:
+                continue
+            layers[name] = s
+        if not layers and not signals.per_layer("zero_grad_fraction"):
+            raise MissingSignals(
+                "no activation statistics (activation/dead_fraction/<layer>) and no "
+                "zero-gradient fractions (zero_grad_fraction/<layer>)"
+            )
+    findings = []
+    for name, s, start in _persistent_layers(layers, limit, thresholds.persistence):
+        tail = s.values[start:]
+        tail = tail[np.isfinite(tail)]
+        median, final = float(np.median(tail)), float(tail[-1])
+        severity = "error" if final >= thresholds.dead_error_fraction else "warning"
+        what = "units are <= 0 for whole batches" if source == "dead_fraction" else \
+            "gradient entries are exactly zero"
+        findings.append(Finding(
+            "dead_relu", severity,
+            f"{fmt(100 * median)}% of layer '{name}' {what} (threshold {fmt(100 * limit)}%), "
+            f"{fmt(100 * final)}% at the last observation.",
+            where=name, **_at(signals, s, start),
+            evidence={source: median, "final": final, "observations": len(tail)},
+            suggestion=("Lower the learning rate, use LeakyReLU/ELU/GELU in "
+                        f"'{name}', He initialization with zero biases, or BatchNormalization "
+                        "before the activation."),
+        ))
+    return findings
+
+
+def saturated_activation(signals: Signals, thresholds: Thresholds) -> list[Finding]:
+    """Reports sigmoid/tanh layers whose pre-activations sit in the flat tails.
+
+    Args:
+        signals: the run, with `activation/saturated_fraction/<layer>`.
+        thresholds: uses `saturated_fraction`, `persistence`.
+
+    Returns:
+        One finding per saturated layer.
+
+    Raises:
+        MissingSignals: without saturation statistics.
+    """
+    layers = signals.per_layer("saturated_fraction")
+    if not layers:
+        raise MissingSignals("no saturation statistics (activation/saturated_fraction/<layer>)")
+    # a saturated output sigmoid is a confident classifier, not a symptom
+    layers.pop(signals.output_layer(), None)
+    findings = []
+    for name, s, start in _persistent_layers(layers, thresholds.saturated_fraction,
+                                             thresholds.persistence):
+        tail = s.values[start:]
+        tail = tail[np.isfinite(tail)]
+        median = float(np.median(tail))
+        act = (signals.layer(name) or {}).get("activation") or "sigmoid/tanh"
+        findings.append(Finding(
+            "saturated_activation", "warning",
+            f"{fmt(100 * median)}% of the pre-activations of layer '{name}' ({act}) lie outside "
+            f"+-5 (threshold {fmt(100 * thresholds.saturated_fraction)}%), where the gradient is "
+            "nearly zero.",
+            where=name, **_at(signals, s, start),
+            evidence={"saturated_fraction": median, "final": float(tail[-1]),
+                      "observations": len(tail)},
+            suggestion=("Normalize the inputs, use Glorot initialization with a smaller scale, "
+                        f"add BatchNormalization before '{name}', or use ReLU-family activations."),
+        ))
+    return findings

@@ -1,0 +1,213 @@
+"""What a diagnosis rule is, and the small helpers every rule shares.
+
+A rule is a pure function `(signals, thresholds) -> list[Finding]`: it reads
+a `Signals`, never writes a file and never prints. When the run lacks what
+the rule needs, the rule raises `MissingSignals` with the reason, and
+`diagnose` lists the rule under `rules_skipped`.
+
+Example:
+
+>>> import numpy as np
+>>> from tfguard.diagnose.rules.base import first_persistent
+>>> first_persistent(np.array([False, True, True, True, False]), 3)
+1
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+from tfguard import tags
+from tfguard.diagnose.finding import Finding
+from tfguard.diagnose.signals import MissingSignals, Series, Signals
+from tfguard.diagnose.thresholds import Thresholds
+
+RuleFn = Callable[[Signals, Thresholds], list[Finding]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    """A named diagnosis rule.
+
+    Args:
+        id: the symptom id the rule reports.
+        fn: the pure function `(signals, thresholds) -> list[Finding]`.
+        needs: what signals the rule reads, in words (shown in docs).
+        after_death: the rule also reads the signals logged after the run
+            died (from the point where losses and gradient norms stay
+            NaN/Inf, every statistic is garbage). Defaults to `False`.
+    """
+
+    id: str
+    fn: RuleFn
+    needs: str
+    after_death: bool = False
+
+    def __call__(self, signals: Signals, thresholds: Thresholds) -> list[Finding]:
+        return self.fn(signals, thresholds)
+
+
+def first_persistent(mask: np.ndarray, persistence: int) -> int | None:
+    """Index of the first run of at least `persistence` consecutive True values.
+
+    Args:
+        mask: boolean array.
+        persistence: the run length required (at least 1).
+
+    Returns:
+        The index where that run starts, or `None`.
+    """
+    persistence = max(1, int(persistence))
+    edges = np.diff(np.concatenate([[0], np.asarray(mask, dtype=np.int8).reshape(-1), [0]]))
+    starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+    long_enough = np.flatnonzero(ends - starts >= persistence)
+    return int(starts[long_enough[0]]) if len(long_enough) else None
+
+
+def baseline(values: np.ndarray, points: int) -> float | None:
+    """Median of the first `points` finite, positive values, or `None`."""
+    good = values[np.isfinite(values) & (values > 0)][: max(1, points)]
+    return float(np.median(good)) if len(good) else None
+
+
+def onset(series: Series, index: int) -> dict:
+    """`{"onset_step": ..., "onset_epoch": ...}` of point `index` of `series`."""
+    step, epoch = series.at(index)
+    return {"onset_step": step, "onset_epoch": epoch}
+
+
+def finite_epoch_curve(signals: Signals, tag: str) -> Series | None:
+    """The finite points of an epoch-level series, one per epoch (last wins)."""
+    s = signals.series(tag)
+    if s is None:
+        return None
+    keep = np.isfinite(s.values)
+    if not keep.any():
+        return None
+    steps, values, epochs = s.steps[keep], s.values[keep], s.epochs[keep]
+    if np.all(epochs >= 0):
+        # one point per epoch: the last logged one
+        _, last = np.unique(epochs[::-1], return_index=True)
+        idx = np.sort(len(epochs) - 1 - last)
+        steps, values, epochs = steps[idx], values[idx], epochs[idx]
+    return Series(steps, values, epochs)
+
+
+_CE = {"sparsecategoricalcrossentropy": "sparse_ce", "categoricalcrossentropy": "ce",
+       "categoricalfocalcrossentropy": "ce", "kldivergence": "ce", "kld": "ce",
+       "binarycrossentropy": "bce", "binaryfocalcrossentropy": "bce",
+       "hinge": "hinge", "squaredhinge": "hinge", "categoricalhinge": "hinge",
+       "meansquarederror": "regression", "mse": "regression", "meanabsoluteerror": "regression",
+       "mae": "regression", "huber": "regression", "logcosh": "regression",
+       "meansquaredlogarithmicerror": "regression", "msle": "regression",
+       "meanabsolutepercentageerror": "regression", "mape": "regression"}
+
+
+def loss_kind(signals: Signals) -> tuple[str | None, bool]:
+    """The family of the model's loss and its `from_logits` flag.
+
+    Returns:
+        `(kind, from_logits)` with `kind` one of `"sparse_ce"`, `"ce"`,
+        `"bce"`, `"hinge"`, `"regression"`, `"other"`, or `None` when the
+        model description does not say.
+    """
+    loss = (signals.model or {}).get("loss")
+    if not loss:
+        return None, False
+    if isinstance(loss, str):
+        loss = {"name": loss}
+    for key in ("class", "name"):
+        name = str(loss.get(key) or "").lower().replace("_", "")
+        if name in _CE:
+            return _CE[name], bool(loss.get("from_logits"))
+    return "other", bool(loss.get("from_logits"))
+
+
+def output_activation(signals: Signals) -> str | None:
+    """The model's output activation (`"linear"` for none), or `None` when unknown."""
+    model = signals.model or {}
+    if "output_activation" not in model:
+        return None
+    act = model.get("output_activation")
+    return "linear" if act in (None, "", "None", "linear") else str(act).lower()
+
+
+def output_units(signals: Signals) -> int | None:
+    """The number of output units from the model description, or `None`."""
+    units = (signals.model or {}).get("output_units")
+    try:
+        return int(units) if units is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def chance_loss(signals: Signals) -> float | None:
+    """The loss of a uniform guess for a cross-entropy model, or `None`.
+
+    `ln(K)` for (sparse) categorical cross-entropy over K classes, `ln(2)`
+    for binary cross-entropy: what a freshly initialized classifier scores.
+    """
+    kind, _ = loss_kind(signals)
+    units = output_units(signals)
+    if kind in ("sparse_ce", "ce") and units and units >= 2:
+        return math.log(units)
+    if kind == "bce":
+        return math.log(2.0)
+    return None
+
+
+def initial_loss(signals: Signals, curve: Series) -> tuple[float, str]:
+    """The training loss before training, as well as the logs tell it.
+
+    In order: the first per-batch losses (`batch/loss`) logged in the first
+    quarter of epoch 0; the chance-level loss of a cross-entropy model; the
+    loss at the end of epoch 0.
+
+    Args:
+        signals: the run.
+        curve: the finite epoch-level training loss.
+
+    Returns:
+        `(loss, source)` with source `"batch"`, `"chance"` or `"epoch0"`.
+    """
+    b = signals.series(tags.batch("loss"))
+    if b is not None:
+        first_end = signals.step_of_epoch(0)
+        ok = np.isfinite(b.values)
+        if first_end is not None:
+            ok &= (b.steps >= 0) & (b.steps <= max(1, first_end // 4))
+        elif curve.has_steps:
+            ok &= (b.steps >= 0) & (b.steps < curve.steps[0])
+        else:
+            ok &= np.arange(len(b)) < 1
+        if ok.any():
+            return float(np.median(b.values[ok][:3])), "batch"
+    chance = chance_loss(signals)
+    if chance is not None:
+        return chance, "chance"
+    return float(curve.values[0]), "epoch0"
+
+
+def accuracy_curve(signals: Signals) -> Series | None:
+    """The finite epoch-level training accuracy (`train/accuracy` or `train/acc`)."""
+    for name in ("accuracy", "acc", "sparse_categorical_accuracy", "categorical_accuracy",
+                 "binary_accuracy"):
+        s = finite_epoch_curve(signals, tags.train(name))
+        if s is not None:
+            return s
+    return None
+
+
+def require_epochs(curve: Series | None, tag: str, thresholds: Thresholds) -> Series:
+    """Raises `MissingSignals` unless `curve` has `min_epochs` finite epochs."""
+    if curve is None:
+        raise MissingSignals(f"no epoch-level {tag}")
+    if len(curve) < thresholds.min_epochs:
+        raise MissingSignals(
+            f"{len(curve)} finite epoch(s) of {tag}, needs {thresholds.min_epochs}"
+        )
+    return curve

@@ -1,0 +1,108 @@
+"""Rule `loss_activation_mismatch`: the loss does not fit the model's output layer.
+
+Reads the model description that tfguard's logger stores as JSON in the text
+tag `config/model` (`tfguard.lint.describe_model`). These are the classic
+combinations that train badly without an error (DeepDiagnosis lists a wrong
+loss or last-layer activation among its root causes; Keras itself only warns
+for some): probabilities passed as logits (a double softmax), logits passed
+as probabilities (Keras clips them into [eps, 1 - eps]), a softmax over one
+unit (always 1.0), a single unit for sparse categorical cross-entropy, a
+softmax under binary cross-entropy, a ReLU under a cross-entropy. When the
+training loss is also flat, the evidence says so.
+
+Example:
+
+>>> from tfguard.diagnose import Signals, Thresholds
+>>> from tfguard.diagnose.rules.contract import loss_activation_mismatch
+>>> model = {"output_units": 1, "output_activation": "softmax",
+...          "loss": {"class": "BinaryCrossentropy", "from_logits": False}, "layers": []}
+>>> loss_activation_mismatch(Signals(model=model), Thresholds())[0].severity
+'error'
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tfguard import tags
+from tfguard.diagnose.finding import Finding
+from tfguard.diagnose.rules.base import loss_kind, output_activation, output_units
+from tfguard.diagnose.signals import MissingSignals, Signals
+from tfguard.diagnose.thresholds import Thresholds
+
+_NO_MODEL = ("no model description (text tag config/model): the stock Keras callback does not "
+             "log the loss or the output activation")
+
+_PROBABILITIES = {"softmax", "sigmoid"}
+_POSITIVE = {"relu", "relu6", "elu", "selu", "softplus", "exponential", "gelu", "silu", "swish"}
+
+
+def _problems(kind: str | None, logits: bool, act: str, units: int | None):
+    """Yields `(severity, message, suggestion)` for each mismatch."""
+    ce = kind in ("sparse_ce", "ce", "bce")
+    if act == "softmax" and units == 1:
+        yield ("error", "the output is a softmax over 1 unit, which is always 1.0: nothing can "
+               "be learnt", "Use 1 unit with `activation='sigmoid'` and binary cross-entropy, "
+               "or K units with softmax for K classes.")
+    if kind == "sparse_ce" and units == 1:
+        yield ("error", "sparse categorical cross-entropy over a single output unit can only "
+               "predict class 0", "Give the output layer one unit per class, or use binary "
+               "cross-entropy with one sigmoid unit.")
+    if ce and logits and act in _PROBABILITIES:
+        yield ("warning", f"the loss expects logits (from_logits=True) but the output layer "
+               f"already applies {act}: probabilities are squashed a second time and gradients "
+               "shrink", f"Drop the {act} from the output layer (keep from_logits=True), or set "
+               "from_logits=False.")
+    if ce and not logits and act == "linear":
+        yield ("error", "the loss expects probabilities (from_logits=False) but the output layer "
+               "is linear: logits are clipped into [eps, 1-eps] and learning stalls",
+               "Set `from_logits=True` in the loss, or add a softmax/sigmoid output activation.")
+    if kind == "bce" and act == "softmax" and (units or 0) > 1:
+        yield ("warning", f"binary cross-entropy on a softmax over {units} units: the classes "
+               "compete although each is scored on its own (the accuracy looks too good)",
+               "Use categorical cross-entropy with softmax for one label per example, or "
+               "sigmoid units with binary cross-entropy for multi-label.")
+    if kind in ("sparse_ce", "ce") and act == "sigmoid" and (units or 0) > 1:
+        yield ("warning", f"categorical cross-entropy on {units} independent sigmoid units: the "
+               "outputs do not sum to 1", "Use a softmax output, or from_logits=True with a "
+               "linear output.")
+    if ce and not logits and act in _POSITIVE:
+        yield ("warning", f"a cross-entropy on a {act} output: outputs are not probabilities",
+               "Use a softmax/sigmoid output, or a linear output with from_logits=True.")
+
+
+def loss_activation_mismatch(signals: Signals, thresholds: Thresholds) -> list[Finding]:
+    """Reports a loss that does not fit the output layer.
+
+    Args:
+        signals: the run, with its model description (`signals.model`).
+        thresholds: unused (the contract holds or not).
+
+    Returns:
+        One finding per mismatch, onset at the first step.
+
+    Raises:
+        MissingSignals: without a model description naming the loss and output activation.
+    """
+    del thresholds
+    if not signals.model:
+        raise MissingSignals(_NO_MODEL)
+    kind, logits = loss_kind(signals)
+    act = output_activation(signals)
+    if kind is None or act is None:
+        raise MissingSignals("the model description names no loss or no output activation")
+    units = output_units(signals)
+    layers = signals.layer_order()
+    where = layers[-1] if layers else None
+    loss = signals.series(tags.train("loss"))
+    evidence = {"output_units": units if units is not None else -1, "from_logits": int(logits)}
+    if loss is not None and len(loss) >= 2 and np.isfinite(loss.values).all():
+        evidence["loss_relative_drop"] = float(1 - loss.values.min() / max(loss.values[0], 1e-12))
+    name = ((signals.model or {}).get("loss") or {}).get("class") or kind
+    findings = []
+    for severity, what, fix in _problems(kind, logits, act, units):
+        findings.append(Finding(
+            "loss_activation_mismatch", severity, f"{name}: {what}.", where=where,
+            onset_step=0, onset_epoch=0, evidence=dict(evidence), suggestion=fix,
+        ))
+    return findings

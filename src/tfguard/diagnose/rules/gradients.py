@@ -1,0 +1,220 @@
+"""Rules `exploding_gradient` and `vanishing_gradient`, from per-layer gradient norms.
+
+AUTOTRAINER (ICSE 2021) compares the gradient norm of the first layer with
+the last: vanishing when `first / last < 1e-3` and `first < 1e-4`, exploding
+when `first / last > 70`. Its check runs on one batch per epoch; a single
+noisy batch can trip it. tfguard reads every logged observation, requires
+`persistence` consecutive ones, and adds a scale-free growth test for
+explosions: a gradient norm (the global one or a layer's) that reaches
+`explode_growth` times its own early median is exploding, whatever the
+architecture. That catches a diverging run many steps before its loss turns
+NaN and names the layer that grew first. The ratio test of AUTOTRAINER is
+kept but only counts while the layer's norm also grew (`explode_growth`
+square-rooted), since a large first/last ratio alone is common in healthy
+models fed many input features.
+
+Example:
+
+>>> import numpy as np
+>>> from tfguard.diagnose import Signals, Thresholds
+>>> from tfguard.diagnose.rules.gradients import exploding_gradient
+>>> steps = np.arange(1, 31)
+>>> s = Signals.from_arrays({"grad_norm/dense": (steps, 1.5 ** steps)})
+>>> exploding_gradient(s, Thresholds())[0].where
+'dense'
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from tfguard import tags
+from tfguard.diagnose.finding import Finding, fmt
+from tfguard.diagnose.rules.base import baseline, first_persistent, onset
+from tfguard.diagnose.signals import MissingSignals, Series, Signals
+from tfguard.diagnose.thresholds import Thresholds
+
+_NO_GRADS = (
+    "no gradient norms (grad_norm/<layer>): the stock keras.callbacks.TensorBoard logs "
+    "weights only; log with tfguard's logger or LiveDiagnosis on an instrumented model"
+)
+
+
+def _growth_onset(series: Series, thresholds: Thresholds, factor: float):
+    base = baseline(series.values, thresholds.baseline_points)
+    if base is None:
+        return None
+    values = series.values
+    with np.errstate(all="ignore"):
+        grown = np.where(np.isfinite(values), values / base > factor, True)
+    start = first_persistent(grown, thresholds.persistence)
+    # a run that starts with a NaN is the nonfinite rule's, not an explosion
+    while start is not None and not np.isfinite(values[start]):
+        nxt = first_persistent(grown[start + 1 :], thresholds.persistence)
+        start = None if nxt is None else start + 1 + nxt
+    if start is None:
+        return None
+    return start, base
+
+
+def exploding_gradient(signals: Signals, thresholds: Thresholds) -> list[Finding]:
+    """Reports gradient norms that grow by orders of magnitude.
+
+    Args:
+        signals: the run, with `grad_norm/<layer>` (and/or `grad_norm/global`).
+        thresholds: uses `explode_growth`, `explode_ratio`, `baseline_points`,
+            `persistence`.
+
+    Returns:
+        At most one finding, naming the layer whose norm exploded first.
+
+    Raises:
+        MissingSignals: without gradient norms.
+    """
+    layers = signals.per_layer("grad_norm")
+    glob = signals.series(tags.GLOBAL_GRAD_NORM)
+    if not layers and glob is None:
+        raise MissingSignals(_NO_GRADS)
+
+    hits = []
+    for name, s in list(layers.items()) + ([("global", glob)] if glob is not None else []):
+        found = _growth_onset(s, thresholds, thresholds.explode_growth)
+        if found is None:
+            continue
+        start, base = found
+        peak = float(np.nanmax(np.where(np.isfinite(s.values), s.values, np.nan)[start:]))
+        step, epoch = s.at(start)
+        hits.append((step if step is not None else epoch, name != "global", name, s, start, base, peak))
+
+    # AUTOTRAINER's first/last ratio, while the first layer's norm also grew
+    names = list(layers)
+    ratio_hit = None
+    if len(names) >= 2:
+        first, last = layers[names[0]], layers[names[-1]]
+        common, i1, i2 = np.intersect1d(first.steps, last.steps, return_indices=True)
+        if len(common) and np.all(common >= 0):
+            with np.errstate(all="ignore"):
+                ratio = first.values[i1] / last.values[i2]
+            base = baseline(first.values[i1], thresholds.baseline_points)
+            grew = first.values[i1] > (base or np.inf) * math.sqrt(thresholds.explode_growth)
+            start = first_persistent(np.isfinite(ratio) & (ratio > thresholds.explode_ratio) & grew,
+                                     thresholds.persistence)
+            if start is not None:
+                ratio_hit = (int(common[start]), names[0], first, int(i1[start]),
+                             float(ratio[start]))
+
+    if not hits and ratio_hit is None:
+        return []
+    if hits:
+        # earliest onset, a layer rather than the global norm, then the largest growth
+        hits.sort(key=lambda h: (h[0], not h[1], -h[6] / h[5]))
+        _, _, name, s, start, base, peak = hits[0]
+        where = None if name == "global" else name
+        evidence = {"baseline_norm": base, "norm_at_onset": float(s.values[start]),
+                    "peak_norm": peak, "growth": peak / base,
+                    "layers_exploding": sum(1 for h in hits if h[1])}
+        went_nonfinite = bool((~np.isfinite(s.values[start:])).any())
+        at = onset(s, start)
+        label = f"layer '{name}'" if where else "the global gradient"
+        message = (
+            f"the gradient norm of {label} grew {fmt(peak / base)}x over its early median "
+            f"{fmt(base)} (to {fmt(peak)}), starting at "
+            + (f"step {at['onset_step']}" if at["onset_step"] is not None else f"epoch {at['onset_epoch']}")
+            + (" and then became non-finite." if went_nonfinite else ".")
+        )
+    else:
+        step, name, s, start, ratio = ratio_hit
+        where, went_nonfinite = name, False
+        evidence = {"first_last_ratio": ratio, "norm_at_onset": float(s.values[start])}
+        at = onset(s, start)
+        message = (f"the gradient norm of the first layer '{name}' is {fmt(ratio)}x the last "
+                   f"layer's (above {fmt(thresholds.explode_ratio)}) from step {step}.")
+    if at["onset_epoch"] is None:
+        at["onset_epoch"] = signals.epoch_of(at["onset_step"])
+    return [Finding(
+        "exploding_gradient", "error" if went_nonfinite else "warning", message,
+        where=where, evidence=evidence, **at,
+        suggestion=("Lower the learning rate (try 10x smaller), clip gradients "
+                    "(`optimizer=keras.optimizers.Adam(clipnorm=1.0)`), normalize inputs and "
+                    "targets, and check the weight initialization of "
+                    + (f"'{where}'." if where else "the model.")),
+    )]
+
+
+def _dead_layer(signals: Signals, thresholds: Thresholds) -> str | None:
+    for name, s in signals.per_layer("dead_fraction").items():
+        mask = np.isfinite(s.values) & (s.values >= thresholds.dead_error_fraction)
+        if first_persistent(mask, thresholds.persistence) is not None:
+            return name
+    return None
+
+
+def vanishing_gradient(signals: Signals, thresholds: Thresholds) -> list[Finding]:
+    """Reports gradients of the first layers that vanish compared with the last.
+
+    AUTOTRAINER: `first / last < vanish_ratio` and `first < vanish_first_norm`,
+    here for `persistence` consecutive observations.
+
+    Args:
+        signals: the run, with `grad_norm/<layer>` of at least two layers.
+        thresholds: uses `vanish_ratio`, `vanish_first_norm`, `persistence`.
+
+    Returns:
+        At most one finding, naming the first layer (an info, not a warning,
+        when a dead ReLU layer explains it).
+
+    Raises:
+        MissingSignals: without per-layer gradient norms of two layers.
+    """
+    layers = signals.per_layer("grad_norm")
+    if not layers:
+        raise MissingSignals(_NO_GRADS)
+    if len(layers) < 2:
+        raise MissingSignals("gradient norms of only one layer; the rule compares first and last")
+    names = list(layers)
+    first, last = layers[names[0]], layers[names[-1]]
+    common, i1, i2 = np.intersect1d(first.steps, last.steps, return_indices=True)
+    if not len(common):
+        raise MissingSignals("the first and last layers' gradient norms share no step")
+    f, lv = first.values[i1], last.values[i2]
+    with np.errstate(all="ignore"):
+        ratio = f / lv
+    ok = np.isfinite(ratio) & (lv > 1e-12)
+    mask = ok & (ratio < thresholds.vanish_ratio) & (f < thresholds.vanish_first_norm)
+    start = first_persistent(mask, thresholds.persistence)
+    if start is None:
+        return []
+    at = onset(first, int(i1[start]))
+    if at["onset_epoch"] is None:
+        at["onset_epoch"] = signals.epoch_of(at["onset_step"])
+    tail = slice(start, None)
+    last_med = float(np.median(lv[tail][ok[tail]]))
+    vanished = [n for n in names[:-1]
+                if np.nanmedian(layers[n].values[-max(1, thresholds.persistence):])
+                < thresholds.vanish_ratio * last_med]
+    evidence = {
+        "first_last_ratio": float(np.median(ratio[tail][ok[tail]])),
+        "first_norm": float(np.median(f[tail][ok[tail]])),
+        "last_norm": last_med,
+        "layers_vanished": len(vanished),
+        "layers": len(names),
+    }
+    message = (
+        f"the gradient norm of the first layer '{names[0]}' is {fmt(evidence['first_last_ratio'])}x "
+        f"the last layer's '{names[-1]}' ({fmt(evidence['first_norm'])} vs {fmt(last_med)}); "
+        f"{len(vanished)} of {len(names)} layers barely learn."
+    )
+    severity = "warning"
+    dead = _dead_layer(signals, thresholds)
+    if dead is not None:
+        # a dead ReLU layer blocks every gradient below it: that is the cause
+        severity = "info"
+        message += f" Explained by the dead layer '{dead}' (see dead_relu)."
+    return [Finding(
+        "vanishing_gradient", severity, message, where=names[0], evidence=evidence, **at,
+        suggestion=("Use ReLU-family activations in hidden layers (sigmoid/tanh shrink "
+                    "gradients at every layer), He initialization, BatchNormalization, or "
+                    "residual connections; make the network shallower."),
+    )]

@@ -1,0 +1,136 @@
+"""Rule `nonfinite`: a loss, gradient norm or weight norm became NaN or Inf.
+
+AUTOTRAINER (ICSE 2021) reports NaN loss, weights or gradients as the
+terminal stage of an exploding training; TheDeepChecker checks the loss and
+the parameters stay finite. tfguard reports the first step at which any
+logged loss, metric, gradient norm, weight norm or update ratio is not
+finite, and names the layer whose gradient (else weights) went first. A run
+guarded by the firewall may keep finite curves because the bad updates were
+skipped: then the guard's own event lines (`guard/events`) that mention NaN
+or Inf give a warning instead.
+
+Example:
+
+>>> from tfguard.diagnose import Signals, Thresholds
+>>> from tfguard.diagnose.rules.numeric import nonfinite
+>>> s = Signals.from_arrays({"train/loss": ([1, 2, 3], [1.0, float("nan"), float("nan")])})
+>>> [f.onset_step for f in nonfinite(s, Thresholds())]
+[2]
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from tfguard import tags
+from tfguard.diagnose.finding import Finding
+from tfguard.diagnose.signals import MissingSignals, Series, Signals
+from tfguard.diagnose.thresholds import Thresholds
+
+_SUGGESTION = (
+    "Lower the learning rate or clip gradients (e.g. `clipnorm=1.0`), compute the loss "
+    "from logits (`from_logits=True`) instead of log(softmax), check the input batch for "
+    "NaN/Inf, and run under `tfguard.guard(model)` to stop at the first bad step with the "
+    "batch quarantined."
+)
+
+
+def _first_bad(series: Series) -> int | None:
+    bad = ~np.isfinite(series.values)
+    return int(np.argmax(bad)) if bad.any() else None
+
+
+def _order_key(series: Series, index: int) -> tuple[int, int]:
+    step, epoch = series.at(index)
+    return (step if step is not None else 2**62, epoch if epoch is not None else 2**62)
+
+
+def nonfinite(signals: Signals, thresholds: Thresholds) -> list[Finding]:
+    """Reports the first non-finite loss, metric, gradient or weight.
+
+    Args:
+        signals: the run.
+        thresholds: unused (a NaN needs no threshold).
+
+    Returns:
+        At most one `nonfinite` finding (error), or a warning from the guard's events.
+
+    Raises:
+        MissingSignals: when neither a loss nor a gradient or weight norm was logged.
+    """
+    del thresholds
+    watched: dict[str, Series] = {}
+    for tag, s in signals.scalars.items():
+        if not len(s):
+            continue
+        if tag.startswith(("train/", "val/", "batch/", "grad_norm/", "weight_norm/",
+                           "update_ratio/")) and tag != tags.EPOCH:
+            watched[tag] = s
+    if not watched:
+        raise MissingSignals("no loss, metric, gradient norm or weight norm was logged")
+
+    bad = {tag: i for tag, s in watched.items() if (i := _first_bad(s)) is not None}
+    if not bad:
+        return _from_guard(signals)
+
+    first_tag = min(bad, key=lambda t: _order_key(watched[t], bad[t]))
+    series = watched[first_tag]
+    index = bad[first_tag]
+    step, epoch = series.at(index)
+
+    where = None
+    for kind in ("grad_norm", "weight_norm"):
+        layers = signals.per_layer(kind)
+        hits = {
+            name: _order_key(s, i) for name, s in layers.items()
+            if (i := _first_bad(s)) is not None
+        }
+        if not hits:
+            continue
+        earliest = min(hits.values())
+        firsts = [name for name, key in hits.items() if key == earliest]
+        if len(firsts) < len(layers):
+            where = firsts[0]
+        break
+
+    finite_before = series.values[:index][np.isfinite(series.values[:index])]
+    evidence = {
+        "nonfinite_points": int(sum(int((~np.isfinite(watched[t].values)).sum()) for t in bad)),
+        "tags_affected": len(bad),
+        "first_value": float(series.values[index]),
+    }
+    if len(finite_before):
+        evidence["last_finite_value"] = float(finite_before[-1])
+    value = series.values[index]
+    what = "NaN" if np.isnan(value) else ("+Inf" if value > 0 else "-Inf")
+    at = f"step {step}" if step is not None else f"epoch {epoch}"
+    place = f" first in layer '{where}'" if where else ""
+    message = f"'{first_tag}' became {what} at {at}{place}; {len(bad)} logged signal(s) are non-finite."
+    if epoch is None and step is not None:
+        epoch = signals.epoch_of(step)
+    return [Finding("nonfinite", "error", message, onset_step=step, onset_epoch=epoch,
+                    where=where, evidence=evidence, suggestion=_SUGGESTION)]
+
+
+_NONFINITE_TEXT = re.compile(r"\b(nan|inf|non-finite|nonfinite)\b", re.IGNORECASE)
+
+
+def _from_guard(signals: Signals) -> list[Finding]:
+    lines = [(step, text) for step, text in signals.texts.get(tags.GUARD_EVENTS, [])
+             if _NONFINITE_TEXT.search(text or "")]
+    if not lines:
+        return []
+    skipped = signals.series(tags.GUARD_SKIPPED)
+    evidence = {"guard_events": len(lines)}
+    if skipped is not None:
+        evidence["skipped_updates"] = float(np.nanmax(skipped.values))
+    step = int(lines[0][0]) if lines[0][0] is not None else None
+    message = (
+        f"the firewall caught {len(lines)} non-finite event(s), the first at step {step}; "
+        "the logged curves stayed finite because the bad updates were not applied."
+    )
+    return [Finding("nonfinite", "warning", message, onset_step=step,
+                    onset_epoch=signals.epoch_of(step), evidence=evidence,
+                    suggestion=_SUGGESTION)]

@@ -1,0 +1,185 @@
+"""Every number a diagnosis rule compares against, named, documented and sourced.
+
+The defaults come from the published rules tfguard starts from, or were
+measured on tfguard's own buggy and healthy training programs
+(`tests/diagnose/programs.py`), as each field says:
+
+- AUTOTRAINER: X. Zhang et al., "AUTOTRAINER: An Automatic DNN Training
+  Problem Detection and Repair System", ICSE 2021 (defaults `beta_1=1e-3`,
+  `beta_2=1e-4`, `beta_3=70`, `gamma=0.7`, `zeta=0.03`, `eta=0.2`,
+  `delta=0.01`, `Theta=0.7` of its `utils/monitor.py`).
+- DeepDiagnosis: M. Wardat et al., "DeepDiagnosis: Automatically Diagnosing
+  Faults and Recommending Actionable Fixes in Deep Learning Programs",
+  ICSE 2022.
+- TheDeepChecker: H. Ben Braiek and F. Khomh, "Testing Feature of Neural
+  Networks: TheDeepChecker" (property-based checks of training: loss must
+  decrease, updates/parameters ratio, normalized inputs).
+- "tfguard: measured": chosen on tests/diagnose cases so that every buggy
+  program is detected and no healthy program raises a warning.
+
+Example:
+
+>>> from tfguard.diagnose import Thresholds
+>>> Thresholds().dead_fraction
+0.7
+>>> Thresholds.resolve({"dead_fraction": 0.9}).dead_fraction
+0.9
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+from tfguard.errors import ContractError
+
+
+@dataclasses.dataclass(frozen=True)
+class Thresholds:
+    """The thresholds of all rules.
+
+    Args:
+        persistence: consecutive observations a step-level symptom must hold
+            before it is reported (one noisy batch never raises a finding).
+            tfguard: measured (2 gave false dead-ReLU alarms on the first
+            batches of healthy runs). Defaults to `3`.
+        baseline_points: the first finite observations whose median is a
+            series' baseline (gradient-norm growth). tfguard: measured.
+            Defaults to `5`.
+        explode_growth: a gradient norm (global or one layer) this many times
+            its baseline is exploding. tfguard: measured (healthy programs
+            peak below 12x; diverging ones pass 1000x). Defaults to `100.0`.
+        explode_ratio: first-layer / last-layer gradient-norm ratio above
+            which gradients explode. AUTOTRAINER `beta_3`. Defaults to `70.0`.
+        vanish_ratio: first-layer / last-layer gradient-norm ratio below
+            which gradients vanish. AUTOTRAINER `beta_1`. Defaults to `1e-3`.
+        vanish_first_norm: and the first layer's gradient norm must be below
+            this. AUTOTRAINER `beta_2`. Defaults to `1e-4`.
+        dead_fraction: fraction of a ReLU layer's units that are <= 0 for a
+            whole batch above which the layer is dying. DeepDiagnosis (dead
+            node at 70 %), AUTOTRAINER `gamma`. Defaults to `0.7`.
+        dead_error_fraction: above this fraction the layer is dead and the
+            finding is an error (nothing flows through it). tfguard:
+            measured. Defaults to `0.99`.
+        zero_grad_fraction: fraction of a layer's gradient entries that are
+            exactly zero above which ReLUs are dying (used when no activation
+            statistics were logged). AUTOTRAINER `gamma`. Defaults to `0.7`.
+        saturated_fraction: fraction of a sigmoid/tanh layer's
+            pre-activations outside +-5 above which it is saturated.
+            DeepDiagnosis. Defaults to `0.5`.
+        osc_rise_rel: a move (up or down) of the epoch or windowed training
+            loss is significant when it exceeds this fraction of the previous
+            value. tfguard: measured. Defaults to `0.1`.
+        osc_rise_abs: ... and this fraction of the initial loss (keeps the
+            jitter of a nearly-zero loss from counting). AUTOTRAINER `zeta`
+            (0.03, a swing of accuracy) applied to the loss scale.
+            Defaults to `0.03`.
+        osc_rate: reversals of direction between significant moves must
+            number at least this fraction of the observed intervals.
+            AUTOTRAINER `eta`. Defaults to `0.2`.
+        osc_min_swings: and at least this many (a loss that only climbs has
+            none: that is divergence, not oscillation). tfguard: measured.
+            Defaults to `3`.
+        osc_window: per-batch losses are summarized by the median of
+            windows of this many observations before swings are counted.
+            tfguard: measured. Defaults to `8`.
+        min_epochs: epochs needed before a loss-curve rule (no learning,
+            slow convergence, overfitting) may fire. tfguard: measured.
+            Defaults to `4`.
+        nl_min_drop: the training loss must have fallen by at least this
+            fraction of its initial value, else nothing is learnt.
+            TheDeepChecker (loss must decrease); tfguard: measured.
+            Defaults to `0.02`.
+        nl_acc_delta: with epoch-only logs, accuracy must also never gain
+            more than this in one epoch for `no_learning`. AUTOTRAINER
+            `delta`. Defaults to `0.01`.
+        satisfied_accuracy: a run whose training accuracy reaches this is
+            never said to learn nothing or too slowly. AUTOTRAINER `Theta`.
+            Defaults to `0.7`.
+        slow_max_progress: after `min_epochs` epochs, a training loss still
+            above `1 - slow_max_progress` of its initial value, and still
+            decreasing at an even pace, converges too slowly. tfguard:
+            measured. Defaults to `0.3`.
+        slow_min_steps: optimizer steps needed before `slow_convergence` may
+            fire (when the logs know steps): a few dozen steps of a healthy
+            run have not bent the curve yet. tfguard: measured (a healthy
+            Adam run had removed 30 % of its loss after 24 steps).
+            Defaults to `200`.
+        slow_bend: a curve whose first-half drop exceeds this many times its
+            second-half drop has bent (it converged fast, then flattened) and
+            is not slow. tfguard: measured. Defaults to `3.0`.
+        overfit_rise: the validation loss must rise this fraction above its
+            minimum. tfguard: measured (AUTOTRAINER counts train-down /
+            val-up epochs). Defaults to `0.1`.
+        overfit_epochs: consecutive epochs it must stay above, while the
+            training loss stays below its value at the best epoch.
+            tfguard: measured. Defaults to `3`.
+        input_std_max: a median per-batch input standard deviation above
+            this is unnormalized. TheDeepChecker (inputs must be
+            normalized); tfguard: measured (raw pixels: 80-110, sklearn's
+            digits 0..16: 6). Defaults to `10.0`.
+        input_mean_max: a median absolute per-batch input mean above this is
+            unnormalized. TheDeepChecker; tfguard: measured. Defaults to `10.0`.
+        pipeline_single_class: fraction of observed batches holding a single
+            class above which the pipeline batches unshuffled (sorted) data.
+            tfguard: measured (a shuffled 3-class batch of 16 is single-class
+            with probability 3 * 3**-16). Defaults to `0.8`.
+        pipeline_min_batches: batches of label statistics needed before that
+            rule may fire. tfguard: measured. Defaults to `6`.
+    """
+
+    persistence: int = 3
+    baseline_points: int = 5
+    explode_growth: float = 100.0
+    explode_ratio: float = 70.0
+    vanish_ratio: float = 1e-3
+    vanish_first_norm: float = 1e-4
+    dead_fraction: float = 0.7
+    dead_error_fraction: float = 0.99
+    zero_grad_fraction: float = 0.7
+    saturated_fraction: float = 0.5
+    osc_rise_rel: float = 0.1
+    osc_rise_abs: float = 0.03
+    osc_rate: float = 0.2
+    osc_min_swings: int = 3
+    osc_window: int = 8
+    min_epochs: int = 4
+    nl_min_drop: float = 0.02
+    nl_acc_delta: float = 0.01
+    satisfied_accuracy: float = 0.7
+    slow_max_progress: float = 0.3
+    slow_min_steps: int = 200
+    slow_bend: float = 3.0
+    overfit_rise: float = 0.1
+    overfit_epochs: int = 3
+    input_std_max: float = 10.0
+    input_mean_max: float = 10.0
+    pipeline_single_class: float = 0.8
+    pipeline_min_batches: int = 6
+
+    @classmethod
+    def resolve(cls, thresholds: Thresholds | Mapping | None) -> Thresholds:
+        """Turns `None`, a `Thresholds` or a mapping of overrides into `Thresholds`.
+
+        Args:
+            thresholds: `None` for the defaults, a `Thresholds`, or a
+                mapping `{name: value}` overriding some defaults.
+
+        Returns:
+            A `Thresholds`.
+
+        Raises:
+            ContractError: if a name is not a threshold.
+        """
+        if thresholds is None:
+            return cls()
+        if isinstance(thresholds, cls):
+            return thresholds
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(thresholds) - names)
+        if unknown:
+            raise ContractError(
+                f"Received unknown threshold names, expected names among {sorted(names)}. "
+                f"Received: {unknown}"
+            )
+        return dataclasses.replace(cls(), **dict(thresholds))
