@@ -314,21 +314,18 @@ class Instrumentation:
         self.events.append(event)
         for listener in list(self.event_listeners):
             listener(event)
+        stopped = None
         if config.policy == "raise":
-            raise GuardViolation(
-                message,
-                checkpoint=first.checkpoint,
-                where=first.where,
-                step=step,
-                counts=counts,
-                quarantine=event.quarantine,
-                hint=hint,
-            )
-        if config.policy == "skip" and self.consecutive_skips > config.max_consecutive_skips:
-            raise GuardViolation(
+            stopped = message
+        elif config.policy == "skip" and self.consecutive_skips > config.max_consecutive_skips:
+            stopped = (
                 f"Training stopped after {self.consecutive_skips} consecutive skipped steps "
                 f"(max_consecutive_skips={config.max_consecutive_skips}); the weights are those "
-                f"of step {step}, the last good update. Last violation: {message}",
+                f"of step {step}, the last good update. Last violation: {message}"
+            )
+        if stopped is not None:
+            raise GuardViolation(
+                stopped,
                 checkpoint=first.checkpoint,
                 where=first.where,
                 step=step,
