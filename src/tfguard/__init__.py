@@ -1,13 +1,19 @@
 """tfguard: trustworthy, observable TensorFlow / Keras 3 training.
 
+The public API. Names are imported on first use, so `import tfguard` is
+cheap and `tfguard doctor` can still report a broken TensorFlow install.
+
 Example:
 
 >>> import tfguard
->>> sorted(tfguard.__all__)[:3]
-['GuardConfig', 'GuardEvent', 'GuardViolation']
+>>> "guard" in tfguard.__all__ and "Logger" in tfguard.__all__
+True
 """
 
-from tfguard import checks
+from __future__ import annotations
+
+import importlib
+
 from tfguard.errors import (
     ContractError,
     DataError,
@@ -17,37 +23,67 @@ from tfguard.errors import (
     QuarantineError,
     TfguardError,
 )
-from tfguard.firewall import (
-    GuardConfig,
-    GuardEvent,
-    GuardWarning,
-    guard,
-    guard_events,
-    instrument,
-    unguard,
-)
-from tfguard.forensics import ReplayReport, load_quarantine, replay
 
 __version__ = "0.1.0"
+
+# public name -> the module that defines it
+_LAZY = {
+    # the firewall
+    "checks": "tfguard.checks",
+    "guard": "tfguard.firewall",
+    "unguard": "tfguard.firewall",
+    "guard_events": "tfguard.firewall",
+    "instrument": "tfguard.firewall",
+    "GuardConfig": "tfguard.firewall",
+    "GuardEvent": "tfguard.firewall",
+    "GuardWarning": "tfguard.firewall",
+    "replay": "tfguard.forensics",
+    "load_quarantine": "tfguard.forensics",
+    "ReplayReport": "tfguard.forensics",
+    # logging
+    "summary": "tfguard.summary",
+    "Logger": "tfguard.summary",
+    # reading and diagnosis
+    "events": "tfguard.events",
+    "read_logdir": "tfguard.events",
+    "diagnose": "tfguard.diagnose",
+    "diagnose_logdir": "tfguard.diagnose",
+    "LiveDiagnosis": "tfguard.diagnose",
+    "Finding": "tfguard.diagnose",
+    "lint": "tfguard.lint",
+    "describe_model": "tfguard.lint",
+    "attach": "tfguard.attach",
+    "run_script": "tfguard.attach",
+    # the whole road
+    "pipeline": "tfguard.pipeline",
+    "doctor": "tfguard.doctor",
+    "run_doctor": "tfguard.doctor",
+}
+
+_SUBMODULES = {"checks", "summary", "events", "diagnose", "lint", "attach", "pipeline", "doctor"}
 
 __all__ = [
     "ContractError",
     "DataError",
     "EventFileError",
     "ExportError",
-    "GuardConfig",
-    "GuardEvent",
     "GuardViolation",
-    "GuardWarning",
     "QuarantineError",
-    "ReplayReport",
     "TfguardError",
     "__version__",
-    "checks",
-    "guard",
-    "guard_events",
-    "instrument",
-    "load_quarantine",
-    "replay",
-    "unguard",
+    *sorted(_LAZY),
 ]
+
+
+def __getattr__(name: str):
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'tfguard' has no attribute {name!r}")
+    module = importlib.import_module(module_name)
+    value = module if name in _SUBMODULES else getattr(module, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -115,10 +115,42 @@ def cmd_run(args) -> int:
         guard=not args.no_guard,
         logger=not args.no_logger,
         quarantine_dir=args.quarantine_dir,
-        progress=None if args.quiet else console.print,
+        progress=None if args.quiet else (lambda line: console.print(line, markup=False)),
     )
     result.render(console)
     return result.exit_code
+
+
+def _diagnosis_status(diagnoses) -> int:
+    return 1 if any(f.severity == "error" for d in diagnoses for f in d.findings) else 0
+
+
+def cmd_diagnose(args) -> int:
+    from tfguard.diagnose import diagnose_logdir, render_terminal, to_json, write_html
+
+    diagnoses = diagnose_logdir(args.logdir)
+    if args.html:
+        write_html(diagnoses, args.html)
+    if args.json:
+        print(json.dumps(to_json(diagnoses), indent=2))
+    else:
+        render_terminal(diagnoses, _console())
+    return _diagnosis_status(diagnoses)
+
+
+def cmd_compare(args) -> int:
+    from tfguard.diagnose import compare_logdir, render_compare
+
+    render_compare(compare_logdir(args.logdir, sort_by=args.sort_by), _console(), sort_by=args.sort_by)
+    return 0
+
+
+def cmd_report(args) -> int:
+    from tfguard.diagnose import diagnose_logdir, write_html
+
+    path = write_html(diagnose_logdir(args.logdir), args.output)
+    _console().print(f"report written: {path}")
+    return 0
 
 
 def cmd_lint(args) -> int:
@@ -133,7 +165,10 @@ def cmd_lint(args) -> int:
 
 
 COMMANDS = {
+    "compare": cmd_compare,
     "demo": cmd_demo,
+    "diagnose": cmd_diagnose,
+    "report": cmd_report,
     "lint": cmd_lint,
     "doctor": cmd_doctor,
     "export": cmd_export,
@@ -201,8 +236,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-guard", action="store_true", help="do not guard the models")
     p.add_argument("--no-logger", action="store_true", help="do not write TensorBoard event files")
     p.add_argument("--quiet", action="store_true", help="no tfguard lines while the script runs")
-    p.add_argument("script", help="the training script")
-    p.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
+    p.add_argument("script", metavar="SCRIPT", help="the training script")
+    p.add_argument("args", metavar="ARGS", nargs=argparse.REMAINDER, help="the script's arguments")
+
+    p = sub.add_parser("diagnose", help="diagnose the runs of a log directory (tfguard or Keras logs)")
+    p.add_argument("logdir")
+    p.add_argument("--json", action="store_true", help="print the versioned JSON report")
+    p.add_argument("--html", default=None, metavar="FILE", help="also write the HTML report")
+
+    p = sub.add_parser("compare", help="one row per run: hparams, best and final metrics, findings")
+    p.add_argument("logdir")
+    p.add_argument("--sort-by", default="val/accuracy", metavar="METRIC")
+
+    p = sub.add_parser("report", help="write the self-contained HTML report of a log directory")
+    p.add_argument("logdir")
+    p.add_argument("-o", "--output", default="report.html", metavar="FILE")
 
     p = sub.add_parser("lint", help="static checks of a saved .keras model (activation vs loss)")
     p.add_argument("model", help="a .keras file (loaded with safe_mode=True)")

@@ -95,3 +95,47 @@ class DataError(TfguardError):
     """A dataset could not be found or loaded."""
 
     exit_code = 2
+
+
+class SummaryWriteError(TfguardError):
+    """TensorBoard logs could not be written (read-only or full log directory).
+
+    Raised only by a `tfguard.Logger(strict=True)`; without `strict`, the
+    logger warns once and training goes on without logs.
+    """
+
+    exit_code = 2
+
+
+class WorkerLostError(TfguardError):
+    """A peer worker of a multi-worker run was lost (crashed, killed, preempted or hung).
+
+    Raised on a survivor by `tfguard.firewall.multiworker.lost_workers`
+    instead of TensorFlow's raw `UnavailableError`/`DeadlineExceededError`.
+    The message names the lost worker's address; the hint says to restart
+    every worker (`keras.callbacks.BackupAndRestore` resumes).
+
+    Args:
+        message: what was lost, what was expected, and the raw error.
+        workers: the `host:port` of each lost worker (every peer when the
+            error does not say which). Defaults to `None`.
+        tasks: the same as `"<task_type>:<index>"`. Defaults to `None`.
+        step: the global step the run had reached. Defaults to `None`.
+        hint: the fix to try. Defaults to `None`.
+    """
+
+    exit_code = 5
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        workers: list | None = None,
+        tasks: list | None = None,
+        step: int | None = None,
+        hint: str | None = None,
+    ):
+        self.workers = list(workers or [])
+        self.tasks = list(tasks or [])
+        self.step = step
+        super().__init__(message, hint=hint)

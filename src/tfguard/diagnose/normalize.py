@@ -124,7 +124,7 @@ def _histograms(run, rename=lambda t: t) -> dict:
 def _lint(texts: dict, extra) -> list:
     found = _last_json(texts, CONFIG_LINT)
     items = list(found) if isinstance(found, list) else []
-    if not items:
+    if not isinstance(found, list):  # not JSON: a markdown list, one finding a line
         for _step, text in texts.get(CONFIG_LINT, [])[-1:]:
             items = [line.strip("-* ").strip() for line in (text or "").splitlines() if line.strip()]
     return items + list(extra or [])

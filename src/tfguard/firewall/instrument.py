@@ -182,6 +182,9 @@ class Instrumentation:
             self.epoch_skipped = 0
             self.epoch_steps = 0
 
+        from tfguard.firewall.multiworker import enable_multi_worker
+
+        enable_multi_worker(model)  # Keras 3.15 cannot fit under MWMS otherwise; else a no-op
         object.__setattr__(model, "train_step", step_module.make_step(model, self))
         object.__setattr__(model, "make_train_function", make_train_function)
         object.__setattr__(model, "reset_metrics", reset_metrics)
@@ -347,7 +350,7 @@ class Instrumentation:
             return counts, f"has {nan} NaN, {posinf} +Inf, {neginf} -Inf of {total} values"
         data_index = sum(1 for s in plan.slots[:index] if s.checkpoint == "data")
         values = {k: np.asarray(v) for k, v in extra["data_values"][data_index].items()}
-        counts = {k: v.item() for k, v in values.items() if np.ndim(v) == 0}
+        counts = {k: v.item() for k, v in values.items() if np.ndim(v) == 0 and k != "ok"}
         return counts, f"failed check '{slot.check}': {plan.describe[data_index].describe(values)}"
 
 

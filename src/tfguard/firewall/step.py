@@ -358,11 +358,13 @@ def _signal_fns(model, inst, x, y, variables, grads, sq_norms, records):
                 lambda t=outs[0], k=kind: stats.saturated_fraction(t, k)
             )
         if inst.histograms_every > 0 and inst.histogram_activations:
-            hists[tags.hist_activations(layer.name)] = lambda t=outs[0]: stats.buckets(t, HIST_BUCKETS)
+            hists[tags.hist_activations(layer.name)] = lambda t=outs[0]: stats.buckets(
+                t, HIST_BUCKETS, xla=bool(model.jit_compile)
+            )
     if inst.histograms_every > 0:
         for index in present:
             grad = tf.convert_to_tensor(grads[index])
             hists[tags.hist_gradients(variables[index].path)] = lambda g=grad: stats.buckets(
-                g, HIST_BUCKETS
+                g, HIST_BUCKETS, xla=bool(model.jit_compile)
             )
     return signals, hists

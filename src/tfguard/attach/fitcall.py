@@ -1,0 +1,138 @@
+"""What one `fit()` call says about itself: its run name, callbacks and hyperparameters.
+
+`AttachSession` reads every intercepted `keras.Model.fit` call through these
+helpers: `run_name` names the call's run (the model's name and the fit's
+1-based index in the session, made safe for a folder name), `user_callbacks`
+reads the `callbacks` argument however it was passed, and `fit_hparams`
+collects the hyperparameters a person compares runs by (optimizer, learning
+rate, loss, batch size, epochs) without changing anything.
+
+Example:
+
+>>> import keras
+>>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)], name="my model")
+>>> model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+>>> run_name(model, 2)
+'my_model-fit2'
+>>> hp = fit_hparams(model, {"epochs": 3, "batch_size": 16})
+>>> hp["optimizer"], hp["learning_rate"], hp["loss"], hp["epochs"]
+('SGD', 0.1, 'mse', 3)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+import keras
+import numpy as np
+
+_UNSAFE = re.compile(r"[^\w.-]+")
+
+
+def run_name(model: keras.Model, index: int) -> str:
+    """The run name of a model's fit call: `<model name>-fit<index>`.
+
+    Example:
+
+    >>> import keras
+    >>> run_name(keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)], name="mlp"), 1)
+    'mlp-fit1'
+
+    Args:
+        model: the model being fitted.
+        index: the fit call's 1-based index in the session.
+
+    Returns:
+        A name safe as a folder name (characters other than letters, digits,
+        `_`, `.` and `-` become `_`).
+    """
+    name = _UNSAFE.sub("_", str(getattr(model, "name", "") or "model")).strip("._") or "model"
+    return f"{name}-fit{int(index)}"
+
+
+def user_callbacks(callbacks) -> list | None:
+    """The callbacks a fit call was given, as a new list.
+
+    Example:
+
+    >>> user_callbacks(None), user_callbacks(())
+    ([], [])
+
+    Args:
+        callbacks: the `callbacks` argument of `fit`: `None`, a list or a
+            tuple of callbacks, or a `keras.callbacks.CallbackList`.
+
+    Returns:
+        A new list of the callbacks, or `None` for a `CallbackList` (Keras
+        uses one as given, so nothing can be added to it without changing
+        the caller's object).
+    """
+    if callbacks is None:
+        return []
+    if isinstance(callbacks, keras.callbacks.CallbackList):
+        return None
+    if isinstance(callbacks, keras.callbacks.Callback):
+        return [callbacks]
+    return list(callbacks)
+
+
+def _learning_rate(optimizer) -> float | None:
+    try:
+        value = float(np.asarray(keras.ops.convert_to_numpy(optimizer.learning_rate)))
+    except Exception:  # a schedule or a callable the optimizer evaluates lazily
+        return None
+    return float(f"{value:.7g}") if np.isfinite(value) else None  # 1e-2, not 0.009999999776
+
+
+def _loss_name(loss) -> str | None:
+    if loss is None:
+        return None
+    if isinstance(loss, str):
+        return loss
+    if isinstance(loss, Mapping):
+        return ",".join(f"{k}:{_loss_name(v)}" for k, v in loss.items())
+    if isinstance(loss, (list, tuple)):
+        return ",".join(str(_loss_name(v)) for v in loss)
+    fn = getattr(loss, "fn", None)
+    if fn is not None and hasattr(fn, "__name__"):
+        return fn.__name__
+    return getattr(loss, "__name__", None) or type(loss).__name__
+
+
+def fit_hparams(model: keras.Model, arguments: Mapping) -> dict:
+    """The hyperparameters of one fit call, read from the compiled model and the call.
+
+    Example:
+
+    >>> import keras
+    >>> m = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> m.compile(optimizer="adam", loss="mse")
+    >>> sorted(fit_hparams(m, {}))
+    ['learning_rate', 'loss', 'model', 'optimizer']
+
+    Args:
+        model: the compiled model.
+        arguments: the fit call's arguments by name (`batch_size`, `epochs`, ...).
+
+    Returns:
+        name -> str, int or float; an unknown value is left out.
+    """
+    hparams: dict = {"model": str(getattr(model, "name", "model"))}
+    optimizer = getattr(model, "optimizer", None)
+    if optimizer is not None:
+        hparams["optimizer"] = type(optimizer).__name__
+        lr = _learning_rate(optimizer)
+        if lr is not None:
+            hparams["learning_rate"] = lr
+    loss = _loss_name(getattr(model, "loss", None))
+    if loss:
+        hparams["loss"] = loss
+    for name in ("batch_size", "epochs"):
+        value = arguments.get(name)
+        if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+            hparams[name] = int(value)
+    return hparams
+
+
+__all__ = ["fit_hparams", "run_name", "user_callbacks"]

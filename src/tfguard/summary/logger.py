@@ -1,0 +1,682 @@
+"""`tfguard.Logger`: the Keras callback that writes a run for TensorBoard.
+
+One run directory per training (`run_dir(logdir, model.name, hparams)`),
+every tag of `tfguard.tags` in it, all at one global step: the optimizer's
+`iterations` after the step. What it writes:
+
+* per epoch: `train/<metric>`, `val/<metric>`, `train/epoch`,
+  `optimizer/learning_rate` (schedules included), `perf/steps_per_second`,
+  and `guard/violations`, `guard/skipped` for a guarded model;
+* every `scalars_every` steps: `batch/<metric>`, the learning rate, the
+  speed, the firewall's signals (`grad_norm/global`, `grad_norm/<layer>`,
+  `zero_grad_fraction/<layer>`, `activation/dead_fraction/<layer>`,
+  `activation/saturated_fraction/<layer>`, `data/input_*`, `data/label_*`)
+  and, measured on the host, `weight_norm/<layer>` and `update_ratio/<layer>`;
+* every `histograms_every` steps (and where `record_if(step)` holds):
+  `hist/weights/<variable>`, `hist/gradients/<variable>`,
+  `hist/activations/<layer>`;
+* once: `images/inputs` (a few samples of the first batch), `config/hparams`
+  (markdown table), `config/model` (JSON from `tfguard.lint.describe_model`),
+  `config/lint` (JSON list of `tfguard.lint.lint` findings for the model and,
+  when the step is instrumented, its first batch), the HParams tab's
+  experiment and session, and with `embeddings=` a projector at the end of
+  training (the lint package is imported lazily and skipped if missing);
+* for every firewall violation: `guard/events` (one markdown line saying
+  where) and the counters.
+
+The signals come from the model's instrumentation (`tfguard.instrument`):
+they are computed once, in the graph, on the requested steps only; a
+guarded model shares the very same step. Between recording steps the
+callback does a few integer comparisons per batch. A step records when the
+optimizer's `iterations` before it is a multiple of `scalars_every`
+(`histograms_every`), so with `scalars_every=10` the points sit at steps 1,
+11, 21, ... With `steps_per_execution > 1`, host-side values (batch
+metrics, weight norms, update ratios, weight histograms) are taken once
+per execution and written at the step that ends it.
+
+The logs reach the disk at every epoch end, at the end of training, and
+when training ends badly. Keras does not call `on_train_end` when `fit`
+raises, so for the duration of `fit` the logger wraps the model's train
+function (an exception of the step, where training spends its time: a
+`GuardViolation`, a data error, closes the run before it propagates, with
+no need to wrap `fit`), installs SIGTERM and SIGINT handlers (they flush,
+close on the default action, and chain to the previous handler, so Ctrl-C
+has the logs on disk wherever the `KeyboardInterrupt` lands), and registers
+an exit hook; `with Logger(...) as logger:` closes in every case. A
+read-only or full disk never costs the run: the logger warns once
+(`SummaryWarning`) and training goes on, or with `strict=True` stops with
+`tfguard.errors.SummaryWriteError`.
+
+Example:
+
+>>> import keras, numpy as np, tempfile, tfguard
+>>> model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, activation="softmax")])
+>>> model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+>>> logger = tfguard.summary.Logger(tempfile.mkdtemp(), {"lr": 1e-3}, scalars_every=2)
+>>> _ = model.fit(np.random.rand(32, 4), np.arange(32) % 3, batch_size=8, verbose=0, callbacks=[logger])
+>>> os.path.basename(logger.run_path).startswith("lr_1e-3_")
+True
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable, Mapping
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfguard import tags
+from tfguard.errors import ContractError, SummaryWriteError
+from tfguard.summary import hparams as hparams_module
+from tfguard.summary import lifecycle, runinfo
+from tfguard.summary.images import looks_like_images, unit_images
+from tfguard.summary.projector import check_embedding_source, compute_embeddings, write_projector
+from tfguard.summary.rundir import run_dir
+from tfguard.summary.runinfo import guard_event_line, learning_rate
+from tfguard.summary.signals import WeightProbe, split_signals
+from tfguard.summary.writers import (
+    DEFAULT_FILENAME_SUFFIX,
+    DEFAULT_FLUSH_MILLIS,
+    DEFAULT_MAX_QUEUE,
+    WRITE_ERRORS,
+    RunWriter,
+    histogram_value,
+    scalar_value,
+    text_value,
+)
+
+HISTOGRAM_KINDS = ("weights", "gradients", "activations")
+DEFAULT_IMAGES = 3
+_GUARD_LOG_KEYS = ("guard_violations", "guard_skipped")
+
+
+def _check_every(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ContractError(
+            f"Received an invalid value for `{name}`, expected an integer >= 0 (0 = never). "
+            f"Received: {name}={value!r}"
+        )
+    return int(value)
+
+
+def _histogram_kinds(histograms) -> tuple[str, ...]:
+    if histograms is True:
+        return HISTOGRAM_KINDS
+    if histograms is False or histograms is None:
+        return ()
+    if isinstance(histograms, str):
+        histograms = (histograms,)
+    kinds = tuple(histograms)
+    unknown = [k for k in kinds if k not in HISTOGRAM_KINDS]
+    if unknown:
+        raise ContractError(
+            f"Received an invalid value for `histograms`, expected True, False or a subset of "
+            f"{HISTOGRAM_KINDS}. Received: histograms={histograms!r}"
+        )
+    return kinds
+
+
+def _numbers(logs):
+    """`(key, float)` for the numeric scalar entries of Keras logs (guard counters excluded)."""
+    for key, value in (logs or {}).items():
+        if key in _GUARD_LOG_KEYS or np.ndim(value) != 0:
+            continue
+        try:
+            yield key, float(value)
+        except (TypeError, ValueError):
+            continue
+
+
+def _hits(first: int, count: int, every: int) -> bool:
+    """Whether a multiple of `every` lies in `[first, first + count)`."""
+    if every <= 0 or count <= 0:
+        return False
+    last = first + count - 1
+    return (last // every) * every >= first
+
+
+class Logger(keras.callbacks.Callback):
+    """Writes a training run for TensorBoard: scalars, health signals, histograms, images, text, hparams.
+
+    See the module docstring for every tag. Writers are created lazily, on
+    the first write, in one run directory `logdir/<model.name>/<hparams>_<time>`
+    (`tfguard.summary.run_dir`); `run_path` tells which.
+
+    Example:
+
+    >>> import tempfile
+    >>> logger = Logger(tempfile.mkdtemp(), {"units": 32}, scalars_every=5, histograms=["weights"])
+    >>> logger.max_queue, logger.flush_millis, logger.filename_suffix
+    (10, 10000, '.v2')
+
+    Args:
+        logdir: the log root (or, with `run_subdir=False`, the run directory).
+        hparams: the run's hyper-parameters: in the run directory name, the
+            `config/hparams` table and TensorBoard's HParams tab. Defaults to `None`.
+        scalars_every: write step-level scalars every this many steps; `0`
+            writes per-epoch scalars only. Defaults to `10`.
+        histograms_every: write histograms every this many steps (`0` = never).
+            Defaults to `100`.
+        histograms: `True` for weights, gradients and activations, `False`
+            for none, or a subset of `("weights", "gradients", "activations")`.
+            Defaults to `True`.
+        images: sample inputs as `images/inputs`: `None` writes 3 samples of
+            the first batch if it looks like images (when signals are on, i.e.
+            the step is instrumented), an integer that many samples (`0`
+            none), an array those images (at the start). Defaults to `None`.
+        embeddings: `(layer_name or callable, samples, labels)` writes a
+            projector at the end of training: the layer's output (or
+            `callable(samples)`) for `samples`, labelled by `labels` (may be
+            `None`, or the tuple may have two items). Defaults to `None`.
+        record_if: `record_if(step) -> bool`, consulted on each histogram
+            step: histograms are written only where it holds (use
+            `histograms_every=1` for a free-form schedule). Defaults to `None`.
+        hparam_domains: name -> an `hp` Domain or list of values, overriding
+            the domains inferred for the HParams tab (pass the whole search
+            space of a sweep). Defaults to `None`.
+        run_subdir: create `logdir/<model>/<hparams>_<time>`; `False` writes
+            into `logdir` itself. Defaults to `True`.
+        max_queue: events buffered before writing (one event per logged step).
+            Defaults to `10`.
+        flush_millis: a write this long after the last flush flushes.
+            Defaults to `10000`.
+        filename_suffix: event file name suffix. Defaults to `".v2"`.
+        strict: a failed write raises `tfguard.errors.SummaryWriteError`
+            (training stops) instead of one `SummaryWarning` and no more logs.
+            Defaults to `False`.
+
+    Raises:
+        ContractError: for an invalid option.
+    """
+
+    def __init__(
+        self,
+        logdir,
+        hparams: Mapping | None = None,
+        *,
+        scalars_every: int = 10,
+        histograms_every: int = 100,
+        histograms=True,
+        images=None,
+        embeddings=None,
+        record_if: Callable[[int], bool] | None = None,
+        hparam_domains: Mapping | None = None,
+        run_subdir: bool = True,
+        max_queue: int = DEFAULT_MAX_QUEUE,
+        flush_millis: int = DEFAULT_FLUSH_MILLIS,
+        filename_suffix: str = DEFAULT_FILENAME_SUFFIX,
+        strict: bool = False,
+    ):
+        super().__init__()
+        if not os.fspath(logdir):
+            raise ContractError("Received an invalid value for `logdir`, expected a directory path. Received: logdir=''")
+        if hparams is not None and not isinstance(hparams, Mapping):
+            raise ContractError(
+                f"Received an invalid value for `hparams`, expected a mapping name -> value. Received: {type(hparams).__name__}"
+            )
+        if record_if is not None and not callable(record_if):
+            raise ContractError(
+                f"Received an invalid value for `record_if`, expected a function step -> bool. Received: {record_if!r}"
+            )
+        if embeddings is not None and not (isinstance(embeddings, (tuple, list)) and len(embeddings) in (2, 3)):
+            raise ContractError(
+                "Received an invalid value for `embeddings`, expected (layer_name or callable, samples, labels). "
+                f"Received: {type(embeddings).__name__}"
+            )
+        if isinstance(images, bool):
+            images = DEFAULT_IMAGES if images else 0
+        if isinstance(images, (int, np.integer)):
+            images = _check_every("images", images)
+        self.logdir = os.fspath(logdir)
+        self.hparams = dict(hparams or {})
+        self.scalars_every = _check_every("scalars_every", scalars_every)
+        self.histograms_every = _check_every("histograms_every", histograms_every)
+        self.histogram_kinds = _histogram_kinds(histograms) if self.histograms_every else ()
+        self.images = images
+        self.embeddings = tuple(embeddings) if embeddings is not None else None
+        self.record_if = record_if
+        self.hparam_domains = dict(hparam_domains or {})
+        self.run_subdir = bool(run_subdir)
+        self.strict = bool(strict)
+        self._writer = RunWriter(
+            self._make_run_dir,
+            max_queue=max_queue,
+            flush_millis=flush_millis,
+            filename_suffix=filename_suffix,
+            strict=strict,
+        )
+        self._inst = None
+        self._probe: WeightProbe | None = None
+        self._pending: dict[int, list] = {}
+        self._training = False
+        self._finished = True
+        self._wrapper = None
+        self._signal_hooks = [
+            lifecycle.SignalHook(self._on_signal, signal.SIGTERM),
+            lifecycle.SignalHook(self._on_signal, signal.SIGINT),
+        ]
+        self._session_started = False
+        self._config_text_written = False
+        self._config_written = False
+        self._metric_tags: set[str] = set()
+        self._step = 0
+        self._spe = 1
+        self._skipped_seen = 0
+        self._batch_begin = 0
+        self._record_scalars = False
+        self._record_hists = False
+        self._perf_mark: tuple[int, float] | None = None
+        self._paused = 0.0
+        self._test_started: float | None = None
+        self._first_images = None
+        self._images_written = False
+        self._signal_step: int | None = None
+        self._first_lint: str | None = None
+        self._lint_written = False
+        self._peek_wants = (False, False)
+
+    # -- settings --------------------------------------------------------------
+    @property
+    def max_queue(self) -> int:
+        """Events buffered before writing. Defaults to `10`."""
+        return self._writer.max_queue
+
+    @property
+    def flush_millis(self) -> int:
+        """A write this long after the last flush flushes. Defaults to `10000`."""
+        return self._writer.flush_millis
+
+    @property
+    def filename_suffix(self) -> str:
+        """Event file name suffix. Defaults to `".v2"`."""
+        return self._writer.filename_suffix
+
+    @property
+    def run_path(self) -> str | None:
+        """The run directory, once the first summary created it (else `None`)."""
+        return self._writer.path
+
+    @property
+    def active(self) -> bool:
+        """`False` once a write failed (non-strict): nothing more is written."""
+        return self._writer.active
+
+    def _make_run_dir(self) -> str:
+        if not self.run_subdir:
+            os.makedirs(self.logdir, exist_ok=True)
+            return self.logdir
+        name = getattr(self.model, "name", None) or "model"
+        return run_dir(self.logdir, name, self.hparams)
+
+    # -- wiring ----------------------------------------------------------------
+    @property
+    def _wants_signals(self) -> bool:
+        return self.scalars_every > 0 or bool({"gradients", "activations"} & set(self.histogram_kinds))
+
+    def set_model(self, model):
+        super().set_model(model)
+        if self._inst is not None and self._inst.model is model:
+            return
+        from tfguard.firewall.instrument import instrument, instrumentation_of
+
+        inst = instrumentation_of(model)
+        if self._wants_signals:
+            inst = instrument(model)
+            hist_signals = {"gradients", "activations"} & set(self.histogram_kinds)
+            inst.request(
+                scalars_every=self.scalars_every or None,
+                histograms_every=self.histograms_every if hist_signals else None,
+                histogram_activations=True if "activations" in self.histogram_kinds else None,
+            )
+        self._inst = inst
+
+    def _listen(self, on: bool) -> None:
+        inst = self._inst
+        if inst is None:
+            return
+        if on:
+            inst.add_listener(self._on_signals)
+            inst.add_event_listener(self._on_guard_event)
+        else:
+            inst.remove_listener(self._on_signals)
+            inst.remove_event_listener(self._on_guard_event)
+
+    # -- the run -----------------------------------------------------------------
+    def on_train_begin(self, logs=None):
+        self._guarded(self._train_begin)
+
+    def _train_begin(self):
+        model = self.model
+        self._finished = False
+        self._training = True
+        self._pending = {}
+        self._signal_step = None
+        self._perf_mark = None
+        self._paused = 0.0
+        self._step = self._read_step()
+        self._spe = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
+        self._skipped_seen = self._inst.skipped if self._inst is not None else 0
+        lifecycle.register_open(self)
+        for hook in self._signal_hooks:
+            hook.install()
+        if self.embeddings is not None:
+            check_embedding_source(model, self.embeddings[0])
+        # Auto mode peeks only through the instrumented step (a host loop already);
+        # Keras's own train function would trace its Python-iterator path once more.
+        pulls_on_host = getattr(model.train_function, "_tfguard", False)
+        want_images = not self._images_written and (
+            (self.images is None and pulls_on_host) or (isinstance(self.images, int) and self.images > 0)
+        )
+        want_lint = not self._lint_written and pulls_on_host
+        self._peek_wants = (want_images, want_lint)
+        self._wrapper = lifecycle.wrap_train_function(
+            model, self._on_step_error, peek=self._peek_first_batch if (want_images or want_lint) else None
+        )
+        wants_probe = self.scalars_every or "weights" in self.histogram_kinds
+        if wants_probe and (self._probe is None or not self._probe.matches(model)):
+            self._probe = WeightProbe(model)  # traced once, reused by later fits
+        if not self.active:
+            return
+        self._listen(True)
+        if not self._config_text_written:
+            self._write_config()
+        if not self._lint_written and not want_lint:
+            self._lint_written = self._writer.write(
+                self._step, [text_value(tags.CONFIG_LINT, runinfo.lint_json(model))]
+            )
+        if self.images is not None and not isinstance(self.images, int) and not self._images_written:
+            self._images_written = self._writer.image(
+                self._step, tags.IMAGES_INPUTS, unit_images(self.images, len(self.images)),
+                max_outputs=len(self.images),
+            )
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if not self._training:
+            return
+        pre = self._step
+        self._batch_begin = batch
+        self._record_scalars = _hits(pre, self._spe, self.scalars_every)
+        self._record_hists = bool(self.histogram_kinds) and _hits(pre, self._spe, self.histograms_every)
+        if self._record_hists and self.record_if is not None:
+            self._record_hists = bool(self._guarded(self.record_if, pre + 1))
+        if self._record_scalars and self._probe is not None:
+            self._probe.snapshot()
+
+    def on_train_batch_end(self, batch, logs=None):
+        if not self._training:
+            return
+        executed = max(1, batch - self._batch_begin + 1)
+        if self._inst is not None:
+            skipped = self._inst.skipped
+            executed -= skipped - self._skipped_seen
+            self._skipped_seen = skipped
+        self._step += max(0, executed)
+        if not (self._record_scalars or self._record_hists or self._pending or self._first_batch_pending):
+            if self._perf_mark is None:
+                self._perf_mark = (self._step, time.perf_counter())
+            return
+        self._guarded(self._batch_end, logs)
+
+    def _batch_end(self, logs):
+        if self._signal_step is not None:
+            self._step, self._signal_step = self._signal_step, None  # exact, from the step itself
+        elif self._record_scalars or self._record_hists:
+            self._step = self._read_step()
+        step = self._step
+        values = []
+        if self._first_images is not None:
+            images, self._first_images = self._first_images, None
+            if self.active:
+                self._images_written = self._writer.image(
+                    step, tags.IMAGES_INPUTS, images, max_outputs=len(images)
+                )
+        if self._first_lint is not None:
+            text, self._first_lint = self._first_lint, None
+            values.append(text_value(tags.CONFIG_LINT, text))
+            self._lint_written = True
+        if self._record_scalars:
+            for key, value in _numbers(logs):
+                values.append(scalar_value(tags.batch(key), value))
+            values.extend(self._common_scalars(step))
+            if self._probe is not None:
+                values.extend(scalar_value(t, v) for t, v in self._probe.scalars().items())
+        elif self._probe is not None:
+            self._probe.discard()
+        if self._record_hists and "weights" in self.histogram_kinds and self._probe is not None:
+            values.extend(histogram_value(t, b) for t, b in self._probe.histograms().items())
+        self._record_scalars = self._record_hists = False
+        if values:
+            self._pending.setdefault(step, []).extend(values)
+        self._emit()
+
+    def on_epoch_end(self, epoch, logs=None):
+        if self._training:
+            self._guarded(self._epoch_end, epoch, logs)
+
+    def _epoch_end(self, epoch, logs):
+        self._step = step = self._read_step()
+        values = [scalar_value(tags.EPOCH, epoch)]
+        for key, value in _numbers(logs):
+            tag = tags.val(key[4:]) if key.startswith("val_") else tags.train(key)
+            self._metric_tags.add(tag)
+            values.append(scalar_value(tag, value))
+        values.extend(self._common_scalars(step))
+        values.extend(self._guard_counters())
+        self._pending.setdefault(step, []).extend(values)
+        self._emit()
+        if not self._config_written:
+            self._write_experiment()
+        self._writer.flush()
+
+    def on_test_begin(self, logs=None):
+        self._test_started = time.perf_counter()
+
+    def on_test_end(self, logs=None):
+        if self._test_started is not None:
+            self._paused += time.perf_counter() - self._test_started
+            self._test_started = None
+
+    def on_train_end(self, logs=None):
+        if self._training:
+            self._finish("success")
+
+    # -- signals from the instrumented step ------------------------------------------
+    def _on_signals(self, step: int, signals: dict) -> None:
+        if not (self._training and (self._record_scalars or self._record_hists) and self.active):
+            return
+        if self._spe == 1:
+            self._signal_step = int(step)
+        scalars, histograms = split_signals(signals)
+        values = []
+        if self._record_scalars:
+            values.extend(scalar_value(tag, value) for tag, value in scalars.items())
+        if self._record_hists:
+            for tag, buckets in histograms.items():
+                kind = "gradients" if tag.startswith("hist/gradients/") else "activations"
+                if kind in self.histogram_kinds:
+                    values.append(histogram_value(tag, buckets))
+        if values:
+            self._pending.setdefault(int(step), []).extend(values)
+
+    def _on_guard_event(self, event) -> None:
+        if not (self._training and self.active):
+            return
+        values = [text_value(tags.GUARD_EVENTS, guard_event_line(event)), *self._guard_counters()]
+        self._pending.setdefault(int(event.step), []).extend(values)
+        self._emit()
+
+    def _guard_counters(self) -> list:
+        inst = self._inst
+        if inst is None or inst.guard is None:
+            return []
+        return [
+            scalar_value(tags.GUARD_VIOLATIONS, inst.violations),
+            scalar_value(tags.GUARD_SKIPPED, inst.skipped),
+        ]
+
+    @property
+    def _first_batch_pending(self) -> bool:
+        return self._first_images is not None or self._first_lint is not None
+
+    def _peek_first_batch(self, data) -> None:
+        """Keeps what the first batch shows: sample images and the static lint of the batch."""
+        from keras.src.trainers.data_adapters import data_adapter_utils
+
+        x, y, _ = data_adapter_utils.unpack_x_y_sample_weight(data)
+        want_images, want_lint = self._peek_wants
+        if want_lint:
+            self._first_lint = runinfo.lint_json(self.model, x, y)
+        first = tf.nest.flatten(x)[0] if x is not None else None
+        if not want_images or not isinstance(first, (tf.Tensor, np.ndarray)) or not looks_like_images(first.shape):
+            return
+        count = DEFAULT_IMAGES if self.images is None else int(self.images)
+        sample = first[:count]
+        self._first_images = unit_images(sample.numpy() if isinstance(sample, tf.Tensor) else sample, count)
+
+    # -- helpers -------------------------------------------------------------------
+    def _read_step(self) -> int:
+        optimizer = getattr(self.model, "optimizer", None)
+        if optimizer is None:
+            return 0
+        return int(keras.ops.convert_to_numpy(optimizer.iterations))
+
+    def _common_scalars(self, step: int) -> list:
+        values = []
+        rate = learning_rate(getattr(self.model, "optimizer", None))
+        if rate is not None:
+            values.append(scalar_value(tags.LEARNING_RATE, rate))
+        now = time.perf_counter()
+        if self._perf_mark is not None:
+            first, since = self._perf_mark
+            elapsed = now - since - self._paused
+            if step > first and elapsed > 0:
+                values.append(scalar_value(tags.STEPS_PER_SECOND, (step - first) / elapsed))
+        self._perf_mark = (step, now)
+        self._paused = 0.0
+        return values
+
+    def _emit(self) -> None:
+        pending, self._pending = self._pending, {}
+        if not self.active:
+            return
+        for step in sorted(pending):
+            self._writer.write(step, pending[step])
+
+    def _write_config(self) -> None:
+        step = self._step
+        inst = self._inst
+        config = runinfo.run_config(
+            self.model,
+            self.params,
+            guard=inst.guard.policy if inst is not None and inst.guard is not None else "off",
+            scalars_every=self.scalars_every,
+            histograms_every=self.histograms_every if self.histogram_kinds else 0,
+        )
+        values = [text_value(tags.CONFIG_HPARAMS, hparams_module.hparams_markdown(self.hparams, config))]
+        description = runinfo.model_description(self.model)
+        if description is not None:
+            values.append(text_value(tags.CONFIG_MODEL, description))
+        self._config_text_written = self._writer.write(step, values)
+        if self.hparams and not self._session_started:
+            self._session_started = self._writer.write_summary(
+                0, hparams_module.session_start_summary(self.hparams)
+            )
+
+    def _write_experiment(self) -> None:
+        if not self.hparams or not self.active:
+            return
+        metrics = self._metric_tags or {tags.train("loss")}
+        summary = hparams_module.config_summary(self.hparams, metrics, self.hparam_domains)
+        self._config_written = self._writer.write_summary(0, summary)
+
+    def _write_embeddings(self) -> None:
+        source, samples = self.embeddings[0], self.embeddings[1]
+        labels = self.embeddings[2] if len(self.embeddings) == 3 else None
+        vectors, name = compute_embeddings(self.model, source, samples)
+        metadata = None if labels is None else [str(v) for v in np.asarray(labels).reshape(-1)]
+        try:
+            write_projector(self.run_path, vectors, metadata, name=name)
+        except WRITE_ERRORS as error:
+            self._writer._fail(error, "write the projector files")
+
+    # -- ending ------------------------------------------------------------------------
+    def _guarded(self, fn, *args):
+        """Runs a hook; if it raises (strict logging, a bad option), closes the run first."""
+        try:
+            return fn(*args)
+        except BaseException:
+            self._finish("failure", quiet=True)
+            raise
+
+    def _finish(self, status: str, *, quiet: bool = False) -> None:
+        if self._finished:
+            return
+        self._finished = True
+        self._training = False
+        try:
+            if self.active:
+                self._emit()
+                if status == "success" and self.embeddings is not None and self.run_path:
+                    self._write_embeddings()
+                if not self._config_written:
+                    self._write_experiment()
+                if self._session_started:
+                    self._writer.write_summary(0, hparams_module.session_end_summary(status, time.time()))
+        except SummaryWriteError:
+            if not quiet:
+                raise
+        finally:
+            self._listen(False)
+            for hook in self._signal_hooks:
+                hook.restore()
+            lifecycle.unwrap_train_function(self.model, self._wrapper)
+            self._wrapper = None
+            lifecycle.unregister_open(self)
+            try:
+                self._writer.close()
+            except SummaryWriteError:
+                if not quiet:
+                    raise
+
+    def _on_step_error(self, error: BaseException) -> None:
+        status = "aborted" if isinstance(error, KeyboardInterrupt) else "failure"
+        self._finish(status, quiet=True)
+
+    def _on_signal(self, final: bool) -> None:
+        if final:
+            self._finish("aborted", quiet=True)
+        else:
+            self._emit()
+            self._writer.flush()
+
+    def _close_at_exit(self) -> None:
+        self._finish("aborted", quiet=True)
+
+    # -- explicit control ----------------------------------------------------------------
+    def flush(self) -> None:
+        """Writes what is pending and flushes the event file."""
+        self._emit()
+        self._writer.flush()
+
+    def close(self) -> None:
+        """Ends the run now (as aborted if training is still going) and closes the event file."""
+        if not self._finished:
+            self._finish("aborted")
+        else:
+            self._writer.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if not self._finished:
+            self._finish("failure" if exc_type is not None else "aborted", quiet=exc_type is not None)
+        self._writer.close()
+        return False
+
+
+__all__ = ["HISTOGRAM_KINDS", "Logger"]

@@ -1,0 +1,142 @@
+"""What a run says about itself: its configuration, model description, lint, guard events.
+
+These are the text summaries of a run (`config/hparams`, `config/model`,
+`config/lint`, `guard/events`), built here as plain strings and dicts; the
+`Logger` writes them.
+
+Example:
+
+>>> import keras
+>>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)], name="m")
+>>> model.compile(optimizer="sgd", loss="mse")
+>>> config = run_config(model, {"epochs": 2, "steps": 10})
+>>> config["model"], config["optimizer"], config["loss"], config["epochs"]
+('m', 'SGD', 'mse', 2)
+"""
+
+from __future__ import annotations
+
+import json
+
+import keras
+import tensorflow as tf
+
+
+def loss_name(loss) -> str | None:
+    """A readable name for a compiled loss (string, function or `Loss` object).
+
+    Example:
+
+    >>> loss_name("mse"), loss_name(keras.losses.Huber())
+    ('mse', 'huber_loss')
+    """
+    if loss is None or isinstance(loss, str):
+        return loss
+    return getattr(loss, "name", None) or getattr(loss, "__name__", None) or type(loss).__name__
+
+
+def learning_rate(optimizer) -> float | None:
+    """The optimizer's current learning rate (a schedule is evaluated at `iterations`), or `None`."""
+    try:
+        return float(keras.ops.convert_to_numpy(optimizer.learning_rate))
+    except Exception:  # no optimizer, or a learning rate that is not a number
+        return None
+
+
+def run_config(model, params: dict | None = None, **settings) -> dict:
+    """The configuration rows of the `config/hparams` table.
+
+    Args:
+        model: the compiled Keras model.
+        params: Keras's callback `params` (`epochs`, `steps`). Defaults to `None`.
+        **settings: more rows (the logger's schedule, the guard policy...), appended.
+
+    Returns:
+        An ordered dict: model, optimizer, learning_rate, loss, epochs,
+        steps_per_epoch, parameters, the settings, TensorFlow and Keras versions.
+    """
+    optimizer = getattr(model, "optimizer", None)
+    params = params or {}
+    config = {
+        "model": model.name,
+        "optimizer": type(optimizer).__name__ if optimizer is not None else None,
+        "learning_rate": learning_rate(optimizer),
+        "loss": loss_name(getattr(model, "loss", None)),
+        "epochs": params.get("epochs"),
+        "steps_per_epoch": params.get("steps"),
+        "parameters": int(model.count_params()) if model.built else None,
+    }
+    config.update(settings)
+    config["tensorflow"] = tf.__version__
+    config["keras"] = keras.__version__
+    return config
+
+
+def model_description(model) -> str | None:
+    """The JSON of `tfguard.lint.describe_model(model)`, or `None` if that is missing or fails.
+
+    The description is best effort: the import is lazy (the lint package may
+    not exist in every build) and any error leaves the run without it.
+    """
+    try:
+        from tfguard.lint import describe_model
+    except ImportError:
+        return None
+    try:
+        return json.dumps(describe_model(model), default=str, sort_keys=True)
+    except Exception:  # a description is never worth a training run
+        return None
+
+
+def _host_array(value):
+    leaves = tf.nest.flatten(value) if value is not None else []
+    if len(leaves) != 1:
+        return None
+    leaf = leaves[0]
+    return leaf.numpy() if isinstance(leaf, tf.Tensor) else leaf
+
+
+def lint_json(model, x=None, y=None) -> str:
+    """The JSON list of `tfguard.lint.lint` findings (as dicts) for the model and one batch.
+
+    Best effort like `model_description`: a missing lint package or a check
+    that fails gives `[]` (or the model-only findings), never an error.
+
+    Args:
+        model: the Keras model.
+        x: one input batch (a single tensor or array; other structures are
+            left out). Defaults to `None`.
+        y: its labels. Defaults to `None`.
+
+    Returns:
+        A JSON text, e.g. `[{"id": "label_range", "severity": "error", ...}]`.
+    """
+    try:
+        from tfguard.lint import lint
+    except ImportError:
+        return "[]"
+    findings = []
+    for kwargs in ({"x": _host_array(x), "y": _host_array(y)}, {}):
+        try:
+            findings = lint(model, **kwargs)
+            break
+        except Exception:  # e.g. a batch structure the checks do not read: model only
+            continue
+    return json.dumps([f.to_dict() for f in findings], default=str)
+
+
+def guard_event_line(event) -> str:
+    """One markdown line for one firewall violation: step, checkpoint, where, action, message.
+
+    Example:
+
+    >>> from tfguard.firewall import GuardEvent
+    >>> guard_event_line(GuardEvent(12, "loss", "loss", "loss at step 12 has 1 NaN", {}, "skipped"))
+    '- step 12, **loss**: loss (skipped). loss at step 12 has 1 NaN'
+    """
+    where = " ".join(str(event.where).split())
+    message = " ".join(str(event.message).split())
+    return f"- step {event.step}, **{event.checkpoint}**: {where} ({event.action}). {message}"
+
+
+__all__ = ["guard_event_line", "learning_rate", "lint_json", "loss_name", "model_description", "run_config"]

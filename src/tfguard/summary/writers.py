@@ -1,0 +1,318 @@
+"""One lazily created event-file writer per run, and the summary values it writes.
+
+`RunWriter` owns a `tf.summary.create_file_writer` for one run directory. It
+is created on the first write (the directory comes from a factory, so a run
+that logs nothing leaves nothing behind) and writes a whole step at once: the
+values of one step go into one `Summary` proto and one raw-summary op, so
+fifty scalars cost one TensorFlow op instead of fifty, and nothing is
+flushed before `max_queue` events or `flush_millis` (or an explicit flush:
+every epoch end, the end of training, a signal). The values carry
+the same plugin metadata `tf.summary.scalar/histogram/text` write, so
+TensorBoard, `tfguard.events` and any other reader see ordinary summaries.
+
+A log directory that is read-only or full must not cost a training run:
+every write is guarded. On the first failure the writer warns once
+(`SummaryWarning`) and stops writing, or, with `strict=True`, raises
+`tfguard.errors.SummaryWriteError`.
+
+Example:
+
+>>> import tempfile
+>>> writer = RunWriter(tempfile.mkdtemp)
+>>> writer.write(1, [scalar_value("train/loss", 0.5), text_value("config/hparams", "| a | 1 |")])
+True
+>>> writer.close()
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import warnings
+from collections.abc import Callable, Iterable
+
+import numpy as np
+import tensorflow as tf
+from tensorboard.compat.proto import summary_pb2, tensor_pb2, tensor_shape_pb2, types_pb2
+from tensorboard.plugins.histogram import metadata as histogram_metadata
+from tensorboard.plugins.scalar import metadata as scalar_metadata
+from tensorboard.plugins.text import metadata as text_metadata
+from tensorboard.util import tensor_util
+from tensorflow.python.ops import gen_summary_ops
+
+from tfguard.errors import SummaryWriteError
+
+DEFAULT_MAX_QUEUE = 10
+"""Events (one per logged step) buffered before a write to disk. TensorFlow's default."""
+DEFAULT_FLUSH_MILLIS = 10_000
+"""A write more than this many milliseconds after the last flush flushes (TF: 120000)."""
+DEFAULT_FILENAME_SUFFIX = ".v2"
+"""Suffix of the event file names. TensorFlow's default."""
+HISTOGRAM_BUCKETS = 30
+
+_SCALAR_METADATA = scalar_metadata.create_summary_metadata(display_name=None, description=None)
+_HISTOGRAM_METADATA = histogram_metadata.create_summary_metadata(display_name=None, description=None)
+_TEXT_METADATA = text_metadata.create_summary_metadata(display_name=None, description=None)
+_SCALAR_SHAPE = tensor_shape_pb2.TensorShapeProto()
+
+_REASON_NOISE = re.compile(r"\{\{function_node [^}]*\}\}")
+
+# What a full or read-only disk looks like from TensorFlow and from Python.
+WRITE_ERRORS = (tf.errors.OpError, OSError)
+
+
+class SummaryWarning(UserWarning):
+    """Logging stopped (read-only or full log directory); training goes on."""
+
+
+def scalar_value(tag: str, value) -> summary_pb2.Summary.Value:
+    """A scalar summary value, as `tf.summary.scalar` writes it (float32 tensor).
+
+    Example:
+
+    >>> scalar_value("train/loss", 0.25).tensor.float_val
+    [0.25]
+    """
+    tensor = tensor_pb2.TensorProto(dtype=types_pb2.DT_FLOAT, tensor_shape=_SCALAR_SHAPE)
+    tensor.float_val.append(float(value))
+    return summary_pb2.Summary.Value(tag=tag, tensor=tensor, metadata=_SCALAR_METADATA)
+
+
+def histogram_value(tag: str, buckets) -> summary_pb2.Summary.Value:
+    """A histogram summary value from buckets `[k, 3]` (left edge, right edge, count).
+
+    Example:
+
+    >>> histogram_value("hist/weights/d/kernel", [[0.0, 1.0, 4.0]]).tensor.tensor_shape.dim[1].size
+    3
+
+    Raises:
+        ValueError: if `buckets` is not `[k, 3]`.
+    """
+    array = np.asarray(buckets, dtype=np.float64)
+    if array.ndim != 2 or array.shape[1] != 3:
+        raise ValueError(
+            f"Received invalid histogram buckets for '{tag}', expected shape [k, 3]. Received: shape={array.shape}"
+        )
+    tensor = tensor_util.make_tensor_proto(array)
+    return summary_pb2.Summary.Value(tag=tag, tensor=tensor, metadata=_HISTOGRAM_METADATA)
+
+
+def text_value(tag: str, text: str) -> summary_pb2.Summary.Value:
+    """A text summary value (markdown), as `tf.summary.text` writes it.
+
+    Example:
+
+    >>> text_value("config/model", "{}").tensor.string_val
+    [b'{}']
+    """
+    tensor = tensor_pb2.TensorProto(dtype=types_pb2.DT_STRING, tensor_shape=_SCALAR_SHAPE)
+    tensor.string_val.append(str(text).encode("utf-8"))
+    return summary_pb2.Summary.Value(tag=tag, tensor=tensor, metadata=_TEXT_METADATA)
+
+
+def histogram_buckets(values, count: int = HISTOGRAM_BUCKETS) -> np.ndarray:
+    """TensorBoard buckets `[count, 3]` of an array, on the host.
+
+    The same layout as the in-graph `tfguard.firewall.stats.buckets`: `count`
+    equal-width buckets from min to max of the finite values; non-finite
+    values are counted at 0.
+
+    Example:
+
+    >>> histogram_buckets(np.array([0.0, 1.0, 1.0]), 2)[:, 2].tolist()
+    [1.0, 2.0]
+    """
+    x = np.asarray(values, dtype=np.float64).reshape(-1)
+    x = np.where(np.isfinite(x), x, 0.0)
+    if x.size == 0:
+        low = high = 0.0
+    else:
+        low, high = float(x.min()), float(x.max())
+    width = (high - low) / count if high > low else 1.0
+    index = np.clip(np.floor((x - low) / width).astype(np.int64), 0, count - 1)
+    counts = np.bincount(index, minlength=count).astype(np.float64)
+    left = low + width * np.arange(count, dtype=np.float64)
+    return np.stack([left, left + width, counts], axis=1)
+
+
+def _write_raw(writer, step: int, serialized: bytes) -> None:
+    """Queues one serialized `Summary` in `writer` without flushing.
+
+    `tf.summary.experimental.write_raw_pb` needs the writer as default, and
+    leaving `writer.as_default()` flushes: one flush per logged step would
+    defeat `max_queue` and `flush_millis`. The op it runs is called directly.
+    """
+    resource = getattr(writer, "_resource", None)
+    if resource is None:  # another writer implementation: correct, but flushes
+        with writer.as_default():
+            tf.summary.experimental.write_raw_pb(serialized, step=step)
+        return
+    with tf.device("cpu:0"):
+        gen_summary_ops.write_raw_proto_summary(
+            resource, tf.constant(step, tf.int64), tf.constant(serialized)
+        )
+
+
+class RunWriter:
+    """The event-file writer of one run, created on first use.
+
+    Example:
+
+    >>> import tempfile
+    >>> writer = RunWriter(tempfile.mkdtemp, max_queue=5)
+    >>> writer.path is None, writer.write(3, [scalar_value("a", 1.0)]), writer.path is not None
+    (True, True, True)
+    >>> writer.close()
+
+    Args:
+        directory: the run directory, or a function returning it (called once,
+            on the first write; it may create the directory).
+        max_queue: events buffered before writing. Defaults to `10`.
+        flush_millis: a write this long after the last flush flushes. Defaults to `10000`.
+        filename_suffix: event file name suffix. Defaults to `".v2"`.
+        strict: raise `SummaryWriteError` on a failed write instead of
+            warning once and going on without logs. Defaults to `False`.
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike | Callable[[], str],
+        *,
+        max_queue: int = DEFAULT_MAX_QUEUE,
+        flush_millis: int = DEFAULT_FLUSH_MILLIS,
+        filename_suffix: str = DEFAULT_FILENAME_SUFFIX,
+        strict: bool = False,
+    ):
+        self._directory = directory
+        self.max_queue = int(max_queue)
+        self.flush_millis = int(flush_millis)
+        self.filename_suffix = str(filename_suffix)
+        self.strict = bool(strict)
+        self.path: str | None = None
+        self.failed: BaseException | None = None
+        self._writer = None
+
+    # -- life cycle --------------------------------------------------------------
+    @property
+    def active(self) -> bool:
+        """`False` once a write failed (nothing more is written)."""
+        return self.failed is None
+
+    def _open(self) -> bool:
+        if self.failed is not None:
+            return False
+        if self._writer is not None:
+            return True
+        try:
+            if self.path is None:
+                directory = self._directory
+                self.path = os.fspath(directory() if callable(directory) else directory)
+            self._writer = tf.summary.create_file_writer(
+                self.path,
+                max_queue=self.max_queue,
+                flush_millis=self.flush_millis,
+                filename_suffix=self.filename_suffix,
+            )
+        except WRITE_ERRORS as error:
+            self._fail(error, "create the event file")
+            return False
+        return True
+
+    def flush(self) -> None:
+        """Writes buffered events to disk (no-op before the first write)."""
+        if self._writer is None or self.failed is not None:
+            return
+        try:
+            self._writer.flush()
+        except WRITE_ERRORS as error:
+            self._fail(error, "flush")
+
+    def close(self) -> None:
+        """Flushes and closes the event file; a later write opens a new one in the same run."""
+        writer, self._writer = self._writer, None
+        if writer is None:
+            return
+        try:
+            writer.close()
+        except WRITE_ERRORS as error:
+            if self.failed is None:
+                self._fail(error, "close")
+
+    # -- writing -----------------------------------------------------------------
+    def write(self, step: int, values: Iterable[summary_pb2.Summary.Value]) -> bool:
+        """Writes summary values as one event at `step`.
+
+        Returns:
+            `True` if written (buffered), `False` when logging stopped.
+
+        Raises:
+            SummaryWriteError: on a failed write with `strict=True`.
+        """
+        summary = summary_pb2.Summary(value=list(values))
+        if not summary.value:
+            return True
+        return self.write_summary(step, summary)
+
+    def write_summary(self, step: int, summary: summary_pb2.Summary) -> bool:
+        """Writes one `Summary` proto at `step` (see `write`)."""
+        if not self._open():
+            return False
+        try:
+            _write_raw(self._writer, int(step), summary.SerializeToString())
+        except WRITE_ERRORS as error:
+            self._fail(error, "write")
+            return False
+        return True
+
+    def image(self, step: int, tag: str, images, max_outputs: int = 3) -> bool:
+        """Writes a batch of images `[n, h, w, c]` in `[0, 1]` as PNG (`tf.summary.image`)."""
+        if not self._open():
+            return False
+        try:
+            with self._writer.as_default():
+                tf.summary.image(tag, images, step=int(step), max_outputs=int(max_outputs))
+        except WRITE_ERRORS as error:
+            self._fail(error, "write")
+            return False
+        return True
+
+    def _fail(self, error: BaseException, action: str) -> None:
+        self.failed = error
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            with contextlib.suppress(WRITE_ERRORS):
+                writer.close()
+        where = self.path or "the log directory"
+        reason = _REASON_NOISE.sub("", getattr(error, "message", None) or str(error)).strip()
+        reason = " ".join(reason.split())[:400] or type(error).__name__
+        message = (
+            f"Could not {action} TensorBoard logs in '{where}': {type(error).__name__}: {reason}. "
+            "Expected a writable log directory with free space."
+        )
+        if self.strict:
+            raise SummaryWriteError(
+                message + " Logging is strict (strict=True), so training stops here.",
+                hint="free disk space or choose a writable logdir; or pass strict=False to keep "
+                "training without logs",
+            ) from error
+        warnings.warn(
+            message + " Training goes on without TensorBoard logs (pass strict=True to stop instead).",
+            SummaryWarning,
+            stacklevel=3,
+        )
+
+
+__all__ = [
+    "DEFAULT_FILENAME_SUFFIX",
+    "DEFAULT_FLUSH_MILLIS",
+    "DEFAULT_MAX_QUEUE",
+    "HISTOGRAM_BUCKETS",
+    "RunWriter",
+    "SummaryWarning",
+    "histogram_buckets",
+    "histogram_value",
+    "scalar_value",
+    "text_value",
+]

@@ -1,0 +1,272 @@
+"""tfguard.Logger: what it writes, at which steps, from which step computation."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import warnings
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorboard.plugins.hparams import api_pb2
+from tensorboard.plugins.hparams import metadata as hp_metadata
+
+import tfguard
+from tests.summary.conftest import tiny_cnn
+from tests.summary.readback import read_run, run_dirs, steps
+from tfguard import tags
+from tfguard.errors import ContractError, GuardViolation, SummaryWriteError
+from tfguard.firewall import instrumentation_of
+from tfguard.summary import Logger, SummaryWarning
+from tfguard.summary.lifecycle import INNER
+
+
+def _fit(model, x, y, logger, **kwargs):
+    kwargs.setdefault("batch_size", 8)
+    kwargs.setdefault("verbose", 0)
+    kwargs.setdefault("shuffle", False)
+    return model.fit(x, y, callbacks=[logger], **kwargs)
+
+
+def test_tags_steps_and_plugins(tmp_path, images):
+    x, y = images  # 48 samples, batch 8: 6 steps per epoch
+    logger = Logger(tmp_path, {"lr": 1e-2}, scalars_every=3, histograms_every=4)
+    _fit(tiny_cnn(), x, y, logger, epochs=2, validation_data=(x[:16], y[:16]))
+    assert run_dirs(str(tmp_path)) == [logger.run_path]
+    run = read_run(logger.run_path)
+    scalar_steps = [1, 4, 7, 10]  # iterations after the step, for steps that started at 0, 3, 6, 9
+    for tag in ("batch/loss", "batch/accuracy", tags.GLOBAL_GRAD_NORM, "grad_norm/conv",
+                "zero_grad_fraction/hidden", "activation/dead_fraction/conv",
+                "activation/saturated_fraction/hidden", tags.INPUT_MEAN, tags.INPUT_STD, tags.LABEL_MAX,
+                "weight_norm/out", "update_ratio/conv"):
+        assert steps(run[tag]) == scalar_steps, tag
+        assert {p.plugin for p in run[tag]} == {"scalars"}
+    for tag in ("train/loss", "train/accuracy", "val/loss", "val/accuracy", tags.EPOCH):
+        assert steps(run[tag]) == [6, 12], tag
+    assert [p.value for p in run[tags.EPOCH]] == [0.0, 1.0]
+    assert steps(run[tags.LEARNING_RATE]) == [1, 4, 6, 7, 10, 12]
+    assert run[tags.LEARNING_RATE][0].value == pytest.approx(1e-2)
+    assert all(p.value > 0 for p in run[tags.STEPS_PER_SECOND])
+    for tag in ("hist/weights/tiny/conv/kernel", "hist/gradients/tiny/hidden/kernel", "hist/activations/conv",
+                "hist/activations/out"):
+        assert steps(run[tag]) == [1, 5, 9], tag
+        assert run[tag][0].plugin == "histograms" and run[tag][0].value.shape == (30, 3)
+    assert run[tags.LABEL_MAX][0].value == 2.0
+    assert 0 < run["update_ratio/conv"][0].value < 1
+    assert run[tags.CONFIG_HPARAMS][0].step == 0 and run[tags.CONFIG_HPARAMS][0].plugin == "text"
+    assert not any(tag.startswith(("guard/", "train/guard", "batch/guard")) for tag in run)
+
+
+def test_config_model_is_the_lint_description(tmp_path, images):
+    pytest.importorskip("tfguard.lint")
+    from tfguard.lint import describe_model
+
+    x, y = images
+    model = tiny_cnn()
+    logger = Logger(tmp_path, scalars_every=0, histograms=False)
+    _fit(model, x, y, logger)
+    (point,) = read_run(logger.run_path)[tags.CONFIG_MODEL]
+    assert point.plugin == "text"
+    assert json.loads(point.value) == json.loads(json.dumps(describe_model(model), default=str))
+
+
+def test_learning_rate_schedule_is_logged_at_each_step(tmp_path, images):
+    x, y = images
+    schedule = keras.optimizers.schedules.ExponentialDecay(0.1, decay_steps=1, decay_rate=0.5)
+    model = tiny_cnn()
+    model.compile(optimizer=keras.optimizers.SGD(schedule), loss="sparse_categorical_crossentropy")
+    logger = Logger(tmp_path, scalars_every=1, histograms=False)
+    _fit(model, x[:32], y[:32], logger)
+    points = read_run(logger.run_path)[tags.LEARNING_RATE]
+    assert steps(points) == [1, 2, 3, 4, 4]
+    for point in points:
+        assert point.value == pytest.approx(0.1 * 0.5**point.step)
+
+
+def test_record_if_and_histogram_kinds(tmp_path, images):
+    x, y = images
+    logger = Logger(tmp_path, scalars_every=0, histograms_every=1, histograms=["gradients"],
+                    record_if=lambda step: step in (2, 5))
+    _fit(tiny_cnn(), x, y, logger)
+    run = read_run(logger.run_path)
+    assert steps(run["hist/gradients/tiny/conv/kernel"]) == [2, 5]
+    assert not any(t.startswith(("hist/weights/", "hist/activations/", "grad_norm/")) for t in run)
+
+
+def test_several_fits_continue_the_same_run(tmp_path, images):
+    x, y = images
+    model = tiny_cnn()
+    logger = Logger(tmp_path, {"a": 1}, scalars_every=2, histograms=False)
+    _fit(model, x, y, logger)
+    _fit(model, x, y, logger)
+    run = read_run(logger.run_path)
+    assert steps(run["train/loss"]) == [6, 12]
+    assert steps(run[tags.GLOBAL_GRAD_NORM]) == [1, 3, 5, 7, 9, 11]
+    assert len(run[tags.CONFIG_HPARAMS]) == 1 and len(run[hp_metadata.SESSION_START_INFO_TAG]) == 1
+    assert run_dirs(str(tmp_path)) == [logger.run_path]
+
+
+def _step_graph_ops(model, x, y):
+    function = tf.function(model.train_step)
+    concrete = function.get_concrete_function((tf.TensorSpec((None, *x.shape[1:]), tf.float32),
+                                               tf.TensorSpec((None,), tf.int64)))
+    graph = concrete.graph.as_graph_def()
+    nodes = list(graph.node) + [n for f in graph.library.function for n in f.node_def]
+    return [n.op for n in nodes]
+
+
+def test_guarded_model_signals_come_from_the_guard_step(tmp_path, images):
+    x, y = images
+    x = x.copy()
+    x[20] = np.nan  # the third batch holds a NaN
+    model = tfguard.guard(tiny_cnn(), policy="skip", max_quarantined=0)
+    inst = instrumentation_of(model)
+    logger = Logger(tmp_path, scalars_every=1, histograms_every=2)
+    _fit(model, x, y, logger)
+    # one instrumentation: the guard's step computes the signals the logger writes
+    assert instrumentation_of(model) is inst and inst.guard is not None and inst.scalars_every == 1
+    run = read_run(logger.run_path)
+    assert inst.violations == 1 and inst.skipped == 1
+    (event,) = run[tags.GUARD_EVENTS]
+    assert event.plugin == "text" and event.step == 2 and "\n" not in event.value
+    assert event.value.startswith("- step 2, **data**:") and "skipped" in event.value
+    assert [p.value for p in run[tags.GUARD_VIOLATIONS]] == [1.0, 1.0]  # at the event, at the epoch end
+    assert [p.value for p in run[tags.GUARD_SKIPPED]][-1] == 1.0
+    # the skipped step did not advance the global step: 6 batches, 5 updates
+    assert steps(run["train/loss"]) == [5]
+    assert steps(run[tags.GLOBAL_GRAD_NORM]) == [1, 2, 2, 3, 4, 5]
+    # and the traced step computes the gradients once (one Conv2D layer -> one filter gradient),
+    # exactly the gradient ops of the same guarded model without a logger
+    ops = _step_graph_ops(model, x, y)
+    assert ops.count("Conv2DBackpropFilter") == 1
+    plain = tfguard.guard(tiny_cnn(), policy="skip", max_quarantined=0)
+    plain.fit(x[:8], y[:8], verbose=0)
+    plain_ops = _step_graph_ops(plain, x, y)
+    for op in ("Conv2DBackpropFilter", "Conv2DBackpropInput", "BiasAddGrad", "ReluGrad", "TanhGrad", "MatMul"):
+        assert ops.count(op) == plain_ops.count(op), op
+
+
+def test_exception_in_the_step_closes_the_run(tmp_path, images):
+    x, y = images
+    x = x.copy()
+    x[30] = np.inf
+    model = tfguard.guard(tiny_cnn(), policy="raise", max_quarantined=0)
+    previous = signal.getsignal(signal.SIGTERM)
+    logger = Logger(tmp_path, {"lr": 1}, scalars_every=1, histograms=False,
+                    max_queue=10_000, flush_millis=3_600_000)
+    with pytest.raises(GuardViolation):
+        _fit(model, x, y, logger)
+    run = read_run(logger.run_path)  # closed, so on disk: no flush, no epoch end happened
+    assert steps(run["batch/loss"]) == [1, 2, 3]
+    assert run[tags.GUARD_EVENTS][0].step == 3
+    ends = [hp_metadata.parse_session_end_info_plugin_data(p.content).status
+            for p in run[hp_metadata.SESSION_END_INFO_TAG]]
+    assert ends == [api_pb2.STATUS_FAILURE]
+    assert signal.getsignal(signal.SIGTERM) == previous
+    assert getattr(model.train_function, INNER, None) is None
+    assert logger._on_signals not in instrumentation_of(model).listeners
+
+
+def test_keyboard_interrupt_outside_the_step_is_flushed(tmp_path, images):
+    x, y = images
+
+    class CtrlC(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if batch == 3:
+                os.kill(os.getpid(), signal.SIGINT)
+
+    logger = Logger(tmp_path, scalars_every=1, histograms=False, max_queue=10_000, flush_millis=3_600_000)
+    model = tiny_cnn()
+    with pytest.raises(KeyboardInterrupt):
+        model.fit(x, y, batch_size=8, verbose=0, callbacks=[logger, CtrlC()])
+    # read before anything closes the logger: the SIGINT handler flushed
+    assert steps(read_run(logger.run_path)["batch/loss"]) == [1, 2, 3, 4]
+    logger.close()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_unwritable_logdir_training_goes_on_with_one_warning(tmp_path, images):
+    x, y = images
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    logger = Logger(blocker / "logs", {"a": 1}, scalars_every=1, histograms_every=2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        history = _fit(tiny_cnn(), x, y, logger, epochs=2)
+    assert len(history.history["loss"]) == 2
+    assert len([w for w in caught if w.category is SummaryWarning]) == 1
+    assert not logger.active
+
+
+def test_unwritable_logdir_strict_stops_cleanly(tmp_path, images):
+    x, y = images
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    model = tiny_cnn()
+    previous = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(SummaryWriteError, match="strict=True"):
+        _fit(model, x, y, Logger(blocker / "logs", strict=True))
+    assert int(model.optimizer.iterations.numpy()) == 0
+    assert signal.getsignal(signal.SIGTERM) == previous
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [({"scalars_every": -1}, "expected an integer >= 0"), ({"histograms_every": 1.5}, "histograms_every"),
+     ({"histograms": ["weights", "x"]}, "subset of"), ({"record_if": 3}, "record_if"),
+     ({"embeddings": "dense"}, "embeddings"), ({"images": -2}, "images")],
+)
+def test_invalid_options(tmp_path, kwargs, match):
+    with pytest.raises(ContractError, match=match):
+        Logger(tmp_path, **kwargs)
+
+
+def test_never_prints(tmp_path, images, capfd):
+    x, y = images
+    _fit(tiny_cnn(), x, y, Logger(tmp_path, {"a": 1}, scalars_every=2, histograms_every=3))
+    out, _err = capfd.readouterr()
+    assert out == ""
+
+
+def test_context_manager_closes(tmp_path, images):
+    x, y = images
+    with Logger(tmp_path, scalars_every=1, histograms=False, max_queue=10_000,
+                flush_millis=3_600_000) as logger:
+        _fit(tiny_cnn(), x[:16], y[:16], logger)
+    assert steps(read_run(logger.run_path)["batch/loss"]) == [1, 2]
+
+
+def test_the_events_reader_reads_the_run_back(tmp_path, images):
+    try:
+        from tfguard.events import read_logdir
+    except ImportError:
+        pytest.skip("tfguard.events.read_logdir is not there yet")
+    x, y = images
+    logger = Logger(tmp_path, {"lr": 0.01, "opt": "adam"}, scalars_every=2, histograms_every=3)
+    _fit(tiny_cnn(), x, y, logger, epochs=2, validation_split=0.25)
+    (run,) = read_logdir(tmp_path).values()
+    assert not run.damage
+    assert run.hparams == {"lr": 0.01, "opt": "adam"}
+    assert {"train/loss", "val/loss", "batch/loss", tags.GLOBAL_GRAD_NORM, "update_ratio/conv"} <= set(run.scalars)
+    assert {"hist/weights/tiny/conv/kernel", "hist/gradients/tiny/conv/kernel", "hist/activations/conv"} <= set(
+        run.histograms)
+    assert {tags.CONFIG_HPARAMS, tags.CONFIG_MODEL} <= set(run.texts)
+
+
+def test_config_lint_of_the_model_and_its_first_batch(tmp_path, images):
+    pytest.importorskip("tfguard.lint")
+    _, y = images
+    raw = np.random.default_rng(0).integers(0, 256, size=(48, 8, 8, 1)).astype("uint8")
+    logger = Logger(tmp_path / "a", scalars_every=5, histograms=False)
+    _fit(tiny_cnn(), raw, y, logger)
+    (point,) = read_run(logger.run_path)[tags.CONFIG_LINT]
+    assert point.plugin == "text" and point.step == 1
+    assert "unnormalized_input" in [f["id"] for f in json.loads(point.value)]
+    # not instrumented: the model alone, at the start
+    model_only = Logger(tmp_path / "b", scalars_every=0, histograms=False)
+    _fit(tiny_cnn(), raw, y, model_only)
+    (point,) = read_run(model_only.run_path)[tags.CONFIG_LINT]
+    assert point.step == 0 and json.loads(point.value) == []

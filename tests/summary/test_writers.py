@@ -1,0 +1,131 @@
+"""RunWriter: values as TensorBoard reads them, lazy creation, read-only and full disks."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.summary.readback import event_files, read_run
+from tfguard.errors import SummaryWriteError, TfguardError
+from tfguard.firewall import stats
+from tfguard.summary.writers import (
+    RunWriter,
+    SummaryWarning,
+    histogram_buckets,
+    histogram_value,
+    scalar_value,
+    text_value,
+)
+
+CHILD = os.path.join(os.path.dirname(__file__), "child.py")
+
+
+def test_round_trip_scalars_histograms_text(tmp_path):
+    writer = RunWriter(str(tmp_path))
+    buckets = histogram_buckets(np.arange(10.0), 5)
+    assert writer.write(3, [scalar_value("train/loss", 0.25), histogram_value("hist/weights/d/k", buckets)])
+    assert writer.write(4, [text_value("config/hparams", "| a | 1 |"), scalar_value("train/loss", 0.125)])
+    writer.close()
+    run = read_run(str(tmp_path))
+    assert [(p.step, p.plugin, p.value) for p in run["train/loss"]] == [(3, "scalars", 0.25), (4, "scalars", 0.125)]
+    (hist,) = run["hist/weights/d/k"]
+    assert hist.plugin == "histograms" and hist.step == 3
+    np.testing.assert_allclose(hist.value, buckets)
+    assert run["config/hparams"][0].plugin == "text" and run["config/hparams"][0].value == "| a | 1 |"
+
+
+def test_same_encoding_as_tf_summary(tmp_path):
+    """A scalar written by RunWriter decodes like one written by tf.summary.scalar."""
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    writer = RunWriter(str(ours))
+    writer.write(1, [scalar_value("a", 0.5)])
+    writer.close()
+    with tf.summary.create_file_writer(str(theirs)).as_default():
+        tf.summary.scalar("a", 0.5, step=1)
+    a, b = read_run(str(ours))["a"][0], read_run(str(theirs))["a"][0]
+    assert (a.step, a.plugin, a.value, a.content) == (b.step, b.plugin, b.value, b.content)
+
+
+def test_host_buckets_match_the_graph_buckets():
+    values = np.random.default_rng(0).normal(size=1000).astype(np.float32)
+    values[3] = np.nan
+    np.testing.assert_allclose(histogram_buckets(values), stats.buckets(tf.constant(values)).numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_created_lazily(tmp_path):
+    made = []
+
+    def directory():
+        made.append(True)
+        os.makedirs(tmp_path / "run")
+        return str(tmp_path / "run")
+
+    writer = RunWriter(directory, max_queue=3, flush_millis=5, filename_suffix=".x")
+    assert (writer.max_queue, writer.flush_millis, writer.filename_suffix) == (3, 5, ".x")
+    writer.flush()
+    writer.close()
+    assert not made and writer.path is None
+    writer.write(0, [scalar_value("a", 1.0)])
+    writer.close()
+    assert made == [True]
+    assert event_files(str(tmp_path / "run"))[0].endswith(".x")
+
+
+def _unwritable(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    return str(blocker / "run")
+
+
+def test_unwritable_logdir_warns_once_and_goes_on(tmp_path):
+    writer = RunWriter(_unwritable(tmp_path))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert writer.write(1, [scalar_value("a", 1.0)]) is False
+        assert writer.write(2, [scalar_value("a", 1.0)]) is False
+        writer.flush()
+        writer.close()
+    messages = [str(w.message) for w in caught if w.category is SummaryWarning]
+    assert len(messages) == 1
+    assert "Could not create the event file" in messages[0] and "writable" in messages[0]
+    assert not writer.active
+
+
+def test_unwritable_logdir_strict_raises(tmp_path):
+    writer = RunWriter(_unwritable(tmp_path), strict=True)
+    with pytest.raises(SummaryWriteError, match="strict=True") as info:
+        writer.write(1, [scalar_value("a", 1.0)])
+    assert isinstance(info.value, TfguardError) and info.value.hint
+
+
+def test_histogram_value_rejects_bad_shapes():
+    with pytest.raises(ValueError, match=r"expected shape \[k, 3\]"):
+        histogram_value("h", np.zeros((4, 2)))
+
+
+def _child(mode, logdir):
+    return subprocess.run([sys.executable, CHILD, mode, str(logdir)], capture_output=True, text=True,
+                          timeout=240, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+
+
+@pytest.mark.slow
+def test_disk_full_training_goes_on_with_one_warning(tmp_path):
+    result = _child("diskfull", tmp_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = result.stdout.splitlines()
+    assert lines[0] == "finished 3 warnings 1", result.stdout
+    assert "Training goes on without TensorBoard logs" in lines[1] and "File too large" in lines[1]
+
+
+@pytest.mark.slow
+def test_disk_full_strict_stops_cleanly(tmp_path):
+    result = _child("diskfull-strict", tmp_path)
+    assert result.returncode == 3, result.stdout + result.stderr[-2000:]
+    assert result.stdout.startswith("stopped SummaryWriteError: Could not")
+    assert "strict=True" in result.stdout
