@@ -2,6 +2,7 @@
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -31,10 +32,10 @@ def test_demo_trains_guarded_and_logs_signals_from_the_guard(small_demo):
 
 def test_demo_writes_reports_and_a_projector(small_demo):
     root, result, _ = small_demo
-    report = json.loads(open(result.observed.report_json, encoding="utf-8").read())
+    report = json.loads(Path(result.observed.report_json).read_text(encoding="utf-8"))
     assert report["schema"] == "tfguard.report/1"
     assert report["runs"][0]["symptoms"] is not None
-    html = open(result.observed.report_html, encoding="utf-8").read()
+    html = Path(result.observed.report_html).read_text(encoding="utf-8")
     assert "<html" in html.lower() and "data:image/png;base64" in html
     assert os.path.isfile(os.path.join(result.observed.run_dir, "projector_config.pbtxt"))
 
