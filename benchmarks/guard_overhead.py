@@ -109,10 +109,15 @@ class Contender:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--steps", type=int, default=25)
     parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=1,
+                        help="TensorFlow intra/inter-op threads (1: stable figures on a shared 2-core box)")
     args = parser.parse_args(argv)
+    if args.threads:
+        tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+        tf.config.threading.set_inter_op_parallelism_threads(args.threads)
     quarantine = tempfile.mkdtemp(prefix="tfguard-bench-")
     dump_root = tempfile.mkdtemp(prefix="tfguard-dump-")
     contenders = [
@@ -145,13 +150,15 @@ def main(argv=None) -> int:
     for _ in range(args.rounds):
         for contender in contenders:
             contender.run(args.steps)
-    base = statistics.median(contenders[0].times)
+    base = contenders[0].times
     print(f"guard overhead: reference CNN, batch {args.batch}, {args.rounds} rounds x {args.steps} steps, "
-          f"{os.cpu_count()} CPUs, TF {tf.__version__}, Keras {keras.__version__}")
+          f"{args.threads or 'default'} TF thread(s), TF {tf.__version__}, Keras {keras.__version__}")
+    print("ratio = median over rounds of (contender step time / plain step time in the same round)")
     print(f"{'contender':32s} {'median ms/step':>15s} {'ratio vs plain':>15s}")
     for contender in contenders:
         median = statistics.median(contender.times)
-        print(f"{contender.name:32s} {median * 1000:15.2f} {median / base:14.3f}x")
+        ratio = statistics.median(t / b for t, b in zip(contender.times, base))
+        print(f"{contender.name:32s} {median * 1000:15.2f} {ratio:14.3f}x")
     return 0
 
 

@@ -67,6 +67,10 @@ class Check:
     def evaluate(self, tensor: tf.Tensor, target: str) -> CheckResult:  # pragma: no cover
         raise NotImplementedError
 
+    def flag(self, tensor) -> tf.Tensor:
+        """Only whether the check holds (a scalar bool): cheaper than `evaluate`."""
+        return self.evaluate(tf.convert_to_tensor(tensor), "tensor").ok
+
     def __call__(self, tensor, target: str = "tensor") -> CheckResult:
         return self.evaluate(tf.convert_to_tensor(tensor), target)
 

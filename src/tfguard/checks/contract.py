@@ -125,6 +125,31 @@ class Contract:
             results.extend(self.shapes(named))
         return results
 
+    def flags(self, x=None, y=None, sample_weight=None) -> list[tuple[str, str, tf.Tensor]]:
+        """The cheapest form: `(target, check name, ok)` per check, in `evaluate`'s order.
+
+        Only the boolean is computed (no counts, no min/max): what the guarded
+        step needs every step. Words for a failure come from `evaluate`.
+
+        Example:
+
+        >>> import tensorflow as tf
+        >>> from tfguard import checks
+        >>> [(t, c, bool(ok)) for t, c, ok in checks.Contract(x=[checks.finite()]).flags(
+        ...     x=tf.constant([1.0]))]
+        [('x', 'finite', True)]
+        """
+        values = {"x": x, "y": y, "sample_weight": sample_weight}
+        flags: list[tuple[str, str, tf.Tensor]] = []
+        named: dict[str, tf.Tensor] = {}
+        for role in ROLES:
+            for leaf_name, tensor in leaves(role, values[role]):
+                named[leaf_name] = tensor
+                flags.extend((leaf_name, c.name, c.flag(tensor)) for c in self.checks[role])
+        if self.shapes is not None:
+            flags.extend((r.target, r.check, r.ok) for r in self.shapes(named))
+        return flags
+
     def failures(self, x=None, y=None, sample_weight=None) -> list[CheckResult]:
         """Evaluates eagerly and returns only the failed results."""
         return [r for r in self.evaluate(x, y, sample_weight) if not bool(r.ok)]

@@ -30,6 +30,13 @@ class Labels(Check):
             )
         self.num_classes = num_classes
 
+    def flag(self, tensor):
+        tensor = tf.convert_to_tensor(tensor)
+        if not tensor.dtype.is_integer:
+            return super().flag(tensor)
+        n = tf.cast(self.num_classes, tensor.dtype)
+        return tf.reduce_all((tensor >= 0) & (tensor < n))
+
     def evaluate(self, tensor, target):
         values = tf.cast(tensor, tf.float64)
         whole = tf.equal(values, tf.round(values))

@@ -38,6 +38,12 @@ class Finite(Check):
 
     name = "finite"
 
+    def flag(self, tensor):
+        tensor = tf.convert_to_tensor(tensor)
+        if not tensor.dtype.is_floating:
+            return super().flag(tensor)
+        return tf.reduce_all(tf.math.is_finite(tensor))
+
     def evaluate(self, tensor, target):
         total = size_of(tensor)
         if not is_floating(tensor):
@@ -94,15 +100,25 @@ class InRange(Check):
             )
         self.low, self.high, self.inclusive = low, high, inclusive
 
-    def evaluate(self, tensor, target):
-        values = tf.cast(tensor, tf.float64) if not tensor.dtype.is_floating else tensor
-        inside = tf.ones_like(values, dtype=tf.bool)
+    def _inside(self, values):
+        inside = None
         if self.low is not None:
             low = tf.cast(self.low, values.dtype)
-            inside &= values >= low if self.inclusive else values > low
+            inside = values >= low if self.inclusive else values > low
         if self.high is not None:
             high = tf.cast(self.high, values.dtype)
-            inside &= values <= high if self.inclusive else values < high
+            above = values <= high if self.inclusive else values < high
+            inside = above if inside is None else inside & above
+        return inside
+
+    def flag(self, tensor):
+        tensor = tf.convert_to_tensor(tensor)
+        values = tensor if tensor.dtype.is_floating else tf.cast(tensor, tf.float64)
+        return tf.reduce_all(self._inside(values))
+
+    def evaluate(self, tensor, target):
+        values = tf.cast(tensor, tf.float64) if not tensor.dtype.is_floating else tensor
+        inside = self._inside(values)
         bad = count(tf.logical_not(inside))
         total = size_of(values)
         empty = tf.equal(total, 0)

@@ -35,6 +35,7 @@ from collections.abc import Callable
 import keras
 import numpy as np
 import tensorflow as tf
+from keras.src.trainers.data_adapters import data_adapter_utils
 
 from tfguard.checks import hint_for
 from tfguard.errors import GuardViolation
@@ -112,6 +113,7 @@ class Instrumentation:
         self.last_global_norm = None
         self._tapped: list = []
         self._attached = False
+        self.in_graph_batch = False
 
     # -- configuration ---------------------------------------------------------
     def request(self, scalars_every: int | None = None, histograms_every: int | None = None,
@@ -221,6 +223,27 @@ class Instrumentation:
 
     # -- the host loop -------------------------------------------------------------
     def _wrap(self, keras_function):
+        model = self.model
+        # One replica, one step per execution: the step hands the batch back with
+        # its flags (a tensor handle, no copy), and Keras keeps pulling batches
+        # in-graph. Otherwise (replicas, steps_per_execution > 1) the host pulls
+        # each batch so a bad one is still in hand.
+        self.in_graph_batch = (
+            model.distribute_strategy.num_replicas_in_sync == 1
+            and int(model.steps_per_execution) == 1
+            and not getattr(model, "_tfguard_multi_worker", False)
+        )
+        if self.in_graph_batch:
+
+            def train_function(iterator):
+                logs = keras_function(iterator)
+                batch = logs.get(step_module.OUTPUT_KEY, {}).pop("batch", {})
+                data = (batch.get("x"), batch.get("y"), batch.get("sample_weight"))
+                return self._after_step(data, logs)
+
+            train_function._tfguard = True
+            return train_function
+
         def train_function(iterator):
             outputs = None
             for _ in range(max(1, int(self.model.steps_per_execution))):
@@ -275,7 +298,7 @@ class Instrumentation:
         order = {name: rank for rank, name in enumerate(CHECKPOINT_ORDER)}
         failed.sort(key=lambda i: (order[plan.slots[i].checkpoint], i))
         first = plan.slots[failed[0]]
-        counts, detail = self._describe(failed[0], extra)
+        counts, detail = self._describe(failed[0], extra, data)
         applied = float(extra.get("applied", 0.0)) > 0
         action = {"raise": "raised", "skip": "skipped", "warn": "warned"}[config.policy]
         self.violations += 1
@@ -340,7 +363,7 @@ class Instrumentation:
             warnings.warn(f"GuardViolation: {message}", GuardWarning, stacklevel=2)
         return step
 
-    def _describe(self, index: int, extra) -> tuple[dict, str]:
+    def _describe(self, index: int, extra, data) -> tuple[dict, str]:
         plan = self.plan
         slot = plan.slots[index]
         if index in plan.finite_slots:
@@ -349,9 +372,15 @@ class Instrumentation:
             counts = {"nan": nan, "posinf": posinf, "neginf": neginf, "total": total}
             return counts, f"has {nan} NaN, {posinf} +Inf, {neginf} -Inf of {total} values"
         data_index = sum(1 for s in plan.slots[:index] if s.checkpoint == "data")
-        values = {k: np.asarray(v) for k, v in extra["data_values"][data_index].items()}
+        if "data_values" in extra:  # several replicas: counted in the graph, all-reduced
+            result = plan.describe[data_index]
+            values = {k: np.asarray(v) for k, v in extra["data_values"][str(data_index)].items()}
+        else:  # the batch is here: word the failure from it
+            x, y, sample_weight = data_adapter_utils.unpack_x_y_sample_weight(data)
+            result = self.contract.evaluate(x, y, sample_weight)[data_index]
+            values = {k: np.asarray(v) for k, v in result.tensors().items()}
         counts = {k: v.item() for k, v in values.items() if np.ndim(v) == 0 and k != "ok"}
-        return counts, f"failed check '{slot.check}': {plan.describe[data_index].describe(values)}"
+        return counts, f"failed check '{slot.check}': {result.describe(values)}"
 
 
 def _merge_every(current: int, requested: int) -> int:

@@ -151,7 +151,13 @@ def make_step(model: keras.Model, inst) -> callable:
             oks.append(tf.reduce_all(tf.math.is_finite(tensor)))
             finite_tensors.append(tensor)
 
-        if config is not None and config.data is not None:
+        if config is not None and config.data is not None and inst.in_graph_batch:
+            # The batch comes back to the host: only flags here; a failure is
+            # worded there, from the batch itself (no counting on good steps).
+            for target, check_name, ok in inst.contract.flags(x, y, sample_weight):
+                slots.append(Slot("data", target, check_name))
+                oks.append(ok)
+        elif config is not None and config.data is not None:
             for result in inst.contract.evaluate(x, y, sample_weight):
                 slots.append(Slot("data", result.target, result.check))
                 oks.append(result.ok)
@@ -160,6 +166,11 @@ def make_step(model: keras.Model, inst) -> callable:
                 data_details.append(list(values))
                 describes.append(result)
 
+        batch = {
+            k: v
+            for k, v in (("x", x), ("y", y), ("sample_weight", sample_weight))
+            if v is not None
+        }
         y = _sanitize_labels(inst.contract, y) if config is not None else y
         want_signals = inst.scalars_every > 0 or inst.histograms_every > 0
         layers_mode = config is not None and config.forward == "layers"
@@ -205,6 +216,8 @@ def make_step(model: keras.Model, inst) -> callable:
         global_norm = tf.sqrt(tf.add_n(sq_norms)) if sq_norms else tf.constant(0.0)
 
         outputs: dict[str, tf.Tensor] = {"global_norm": global_norm}
+        if config is not None and inst.in_graph_batch:
+            outputs["batch"] = batch  # for the quarantine; a handle, not a copy
         if slots:
             ok_vector = tf.stack(oks)
             failures = _all_reduce_sum(tf.cast(tf.logical_not(ok_vector), tf.float32))
@@ -240,10 +253,10 @@ def make_step(model: keras.Model, inst) -> callable:
                 zeros = tf.zeros([len(finite_tensors), 4])
                 outputs["finite_counts"] = _all_reduce_sum(tf.cond(local_failed, counts, lambda: zeros))
             if data_values:
-                outputs["data_values"] = [
-                    {k: _all_reduce_sum(v) if k in _SUMMED else v for k, v in values.items()}
-                    for values in data_values
-                ]
+                outputs["data_values"] = {  # keyed by position: Keras wraps outputs in an Optional
+                    str(i): {k: _all_reduce_sum(v) if k in _SUMMED else v for k, v in values.items()}
+                    for i, values in enumerate(data_values)
+                }
             apply_if(apply, optimizer, grads, variables)
         else:
             apply = tf.constant(True)
