@@ -92,10 +92,23 @@ def cmd_parity(args) -> int:
 
 
 def cmd_demo(args) -> int:
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
     from tfguard.workflow import demo
 
     console = _console()
-    result = demo(args.root, epochs=args.epochs, max_samples=args.max_samples, progress=console.print)
+    steps = ("epoch ", "exported", "diagnosing", "checking parity")
+    columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task("training", total=args.epochs + 3)
+
+        def progress(line: str) -> None:
+            bar.console.print(line, markup=False)
+            if line.startswith(steps):
+                bar.advance(task)
+            bar.update(task, description=line.split("  ")[0][:50])
+
+        result = demo(args.root, epochs=args.epochs, max_samples=args.max_samples, progress=progress)
     result.render(console)
     result.demo.parity.check()
     return 0
