@@ -145,3 +145,46 @@ def test_event_files_ignores_other_files_and_directories(tmp_path):
         "events.out.tfevents.1.h.profile-empty",
         "events.out.tfevents.2.h",
     ]
+
+
+def _start(step: int):
+    from tfguard.summary.writers import session_start_event
+
+    return session_start_event(step, wall_time=2000.0)
+
+
+def _text_event(tag: str, step: int, text: str):
+    from tensorboard.compat.proto import event_pb2
+
+    from tfguard.summary.writers import text_value
+
+    event = event_pb2.Event(step=step, wall_time=1000.0)
+    event.summary.value.append(text_value(tag, text))
+    return event
+
+
+@pytest.mark.parametrize("select", [{}, {"tags": ["loss", "notes"]}, {"prefixes": ["lo"]}])
+def test_a_session_start_purges_what_earlier_records_wrote_at_its_step_and_after(tmp_path, select):
+    # A run killed at step 20 after a checkpoint at step 12, resumed: 13.. trained again.
+    killed = [scalar_event("loss", s, float(s)) for s in range(1, 21)]
+    killed += [scalar_event("other", s, 1.0) for s in (5, 15)] + [_text_event("notes", 14, "old")]
+    write_framed(str(tmp_path / "events.out.tfevents.1.h"), killed)
+    resumed = [_start(13)] + [scalar_event("loss", s, -float(s)) for s in range(13, 17)]
+    write_framed(str(tmp_path / "events.out.tfevents.2.h"), resumed)
+    run = read_run(tmp_path, **select)
+    steps, _, values = run.scalars["loss"]
+    assert steps.tolist() == list(range(1, 17))
+    assert values.tolist() == [float(s) for s in range(1, 13)] + [-float(s) for s in range(13, 17)]
+    if not select:
+        assert run.scalars["other"][0].tolist() == [5]  # every tag is purged, not only re-written ones
+    if "tags" in select:
+        assert "notes" not in run.texts  # its only point (14) was orphaned
+
+
+def test_a_session_start_within_one_file_keeps_what_comes_after_it(tmp_path):
+    events = [scalar_event("loss", s, 1.0) for s in range(1, 11)]
+    events += [_start(4)] + [scalar_event("loss", s, 2.0) for s in range(4, 8)]
+    write_framed(str(tmp_path / "events.out.tfevents.1.h"), events)
+    steps, _, values = read_run(tmp_path).scalars["loss"]
+    assert steps.tolist() == list(range(1, 8))
+    assert values.tolist() == [1.0] * 3 + [2.0] * 4

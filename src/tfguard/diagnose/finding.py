@@ -115,6 +115,15 @@ class Finding:
                 object.__setattr__(self, name, int(value))
         object.__setattr__(self, "evidence", _plain(dict(self.evidence)))
 
+    def onset_text(self) -> str:
+        """`"epoch E, step S"` (what is known of the onset), or `"-"`."""
+        parts = []
+        if self.onset_epoch is not None:
+            parts.append(f"epoch {self.onset_epoch}")
+        if self.onset_step is not None:
+            parts.append(f"step {self.onset_step}")
+        return ", ".join(parts) or "-"
+
     @property
     def key(self) -> tuple[str, str | None]:
         """`(id, where)`: what makes two findings the same symptom."""

@@ -76,15 +76,6 @@ def _kv_table(rows: list[tuple[str, str]], head: tuple[str, str]) -> str:
             f"</colgroup><tr><th>{_e(head[0])}</th><th>{_e(head[1])}</th></tr>{body}</table>")
 
 
-def _onset(f) -> str:
-    parts = []
-    if f.onset_epoch is not None:
-        parts.append(f"epoch {f.onset_epoch}")
-    if f.onset_step is not None:
-        parts.append(f"step {f.onset_step}")
-    return ", ".join(parts) or "-"
-
-
 def _findings(d: Diagnosis) -> str:
     if not d.findings:
         return '<p class="healthy">No symptom found.</p>'
@@ -95,7 +86,7 @@ def _findings(d: Diagnosis) -> str:
         rows.append(
             f'<tr class="symptom" data-id="{_e(f.id)}"><td class="sev {_e(f.severity)}">'
             f"{_e(f.severity)}</td><td class=\"sym\" title=\"{_e(SYMPTOMS.get(f.id, ''))}\">"
-            f"{_e(f.id)}</td><td>{_e(f.where or '-')}</td><td class=\"onset\">{_e(_onset(f))}</td>"
+            f"{_e(f.id)}</td><td>{_e(f.where or '-')}</td><td class=\"onset\">{_e(f.onset_text())}</td>"
             f"<td>{_e(f.message)}<br><span class=\"muted\">{_e(evidence)}</span></td>"
             f"<td>{_e(f.suggestion)}</td></tr>"
         )

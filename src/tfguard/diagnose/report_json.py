@@ -56,11 +56,12 @@ from tfguard.diagnose.engine import Diagnosis
 SCHEMA = "tfguard.report/1"
 
 
-def _strict(value):
+def strict_json(value):
+    """A JSON-safe copy: numpy scalars to Python, NaN/Inf to strings, unknowns to str."""
     if isinstance(value, dict):
-        return {str(k): _strict(v) for k, v in value.items()}
+        return {str(k): strict_json(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_strict(v) for v in value]
+        return [strict_json(v) for v in value]
     if hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
@@ -79,7 +80,7 @@ def run_to_json(diagnosis: Diagnosis) -> dict:
     Returns:
         The run's dict, as documented in this module.
     """
-    return _strict({
+    return strict_json({
         "run": diagnosis.run,
         "source": diagnosis.source,
         "hparams": dict(diagnosis.hparams),

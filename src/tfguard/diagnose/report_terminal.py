@@ -48,15 +48,6 @@ def clean(value, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _onset(f) -> str:
-    parts = []
-    if f.onset_epoch is not None:
-        parts.append(f"epoch {f.onset_epoch}")
-    if f.onset_step is not None:
-        parts.append(f"step {f.onset_step}")
-    return ", ".join(parts) or "-"
-
-
 def _metrics_line(d: Diagnosis) -> Text:
     text = Text()
     for tag, m in d.metrics.items():
@@ -105,7 +96,7 @@ def render_run(d: Diagnosis, console: Console, *, show_skipped: bool = True) -> 
             if f.suggestion:
                 body.append("\n→ " + clean(f.suggestion, 1000), style="green")
             table.add_row(Text(f.severity, style=STYLES[f.severity]), Text(f.id, style="bold"),
-                          Text(clean(f.where or "-", 80)), Text(_onset(f)), body)
+                          Text(clean(f.where or "-", 80)), Text(f.onset_text()), body)
         console.print(table)
     if show_skipped and d.rules_skipped:
         console.print(Text(f"not run ({len(d.rules_skipped)} rules, missing signals):", style="dim"))

@@ -9,7 +9,10 @@ TensorBoard `Event` proto. A tag's kind is fixed by its first value that
 tells it (its plugin name, or the TF1 field), as TensorBoard does.
 
 `finish` sorts every series by step; for the same tag and step the record read
-last wins (files are read in order, so the later file wins).
+last wins (files are read in order, so the later file wins). An event with
+`session_log.status == SessionLog.START` at step S (a run that restarted from
+a checkpoint) drops, as TensorBoard's purge does, every value read before it
+with a step >= S, of every tag: the orphans of the run that was killed.
 
 Example:
 
@@ -47,6 +50,29 @@ _DT_FLOAT = 1
 _BATCH = 512  # records parsed into columns at once
 _BATCH_BYTES = _BATCH * 256  # larger records (histograms, images) are not scalars
 _UNKNOWN, _SKIPPED = -1, -2  # column codes of tags that are not fast scalars
+_SESSION_LOG_MAX_BYTES = 64  # a SessionLog event is ~20 bytes; larger ones are never purges
+_START = event_pb2.SessionLog.START
+# The key byte of `Event.session_log` (field 7, length-delimited): 0x3a.
+_SESSION_LOG_KEY = bytes([event_pb2.Event.DESCRIPTOR.fields_by_name["session_log"].number << 3 | 2])
+
+
+def _may_be_session_log(data: bytes) -> bool:
+    """Whether a serialized `Event` holds a `session_log` (cheap, on the bytes).
+
+    Fields are serialized in field-number order: an optional wall time (field
+    1, fixed64), an optional step (field 2, varint), then field 7 for the
+    session log. A file version, graph, summary or log message (fields 3-6)
+    comes first, so such an event is never taken for one.
+    """
+    if len(data) > _SESSION_LOG_MAX_BYTES:
+        return False
+    i = 9 if data[:1] == b"\x09" else 0
+    if data[i : i + 1] == b"\x10":
+        i += 1
+        while i < len(data) and data[i] & 0x80:
+            i += 1
+        i += 1
+    return data[i : i + 1] == _SESSION_LOG_KEY
 
 
 class _Scalars:
@@ -63,6 +89,24 @@ class _Scalars:
         self.steps.frombytes(steps.astype(np.int64, copy=False).tobytes())
         self.walls.frombytes(walls.astype(np.float64, copy=False).tobytes())
         self.values.frombytes(values.astype(np.float64, copy=False).tobytes())
+
+    def purge(self, step: int) -> None:
+        """Drops the points read so far whose step is >= `step`."""
+        if not len(self.steps):
+            return
+        steps = np.frombuffer(self.steps, dtype=np.int64)
+        keep = steps < step
+        if bool(keep.all()):
+            return
+        kept = (
+            steps[keep],
+            np.frombuffer(self.walls, dtype=np.float64)[keep],
+            np.frombuffer(self.values, dtype=np.float64)[keep],
+        )
+        del steps
+        self.steps, self.walls, self.values = array("q"), array("d"), array("d")
+        self.adders = (self.steps.append, self.walls.append, self.values.append)
+        self.extend(*kept)
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """Steps, wall times and values sorted by step, the last record per step kept."""
@@ -123,7 +167,11 @@ class Collector:
         """
         needles = self._needles
         if needles is not None:
-            wanted = [i for i, data in enumerate(datas) if any(n in data for n in needles)]
+            wanted = [
+                i
+                for i, data in enumerate(datas)
+                if any(n in data for n in needles) or _may_be_session_log(data)
+            ]
             offsets = [offsets[i] for i in wanted]
             datas = [datas[i] for i in wanted]
         for start in range(0, len(datas), _BATCH):
@@ -185,6 +233,8 @@ class Collector:
                 continue
             values = event.summary.value
             if not values:
+                if event.HasField("session_log") and event.session_log.status == _START:
+                    self.purge(event.step)
                 continue
             step = event.step
             wall = event.wall_time
@@ -213,6 +263,16 @@ class Collector:
                     add_value(number)
                 else:
                     self._add_item(path, offset, series, step, wall, value)
+
+    def purge(self, step: int) -> None:
+        """Drops every value read so far with a step >= `step` (TensorBoard's restart purge)."""
+        for series in self._series.values():
+            if series is _SKIP or series.kind == "hparams":
+                continue
+            if isinstance(series, _Scalars):
+                series.purge(step)
+            else:
+                series.items = [item for item in series.items if item[0] < step]
 
     def _classify(self, value) -> _Scalars | _Items | str | None:
         """Fix the kind of a new tag; `None` while the kind is not yet known."""

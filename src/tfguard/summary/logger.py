@@ -34,6 +34,18 @@ optimizer's `iterations` before it is a multiple of `scalars_every`
 metrics, weight norms, update ratios, weight histograms) are taken once
 per execution and written at the step that ends it.
 
+Under `tf.distribute.MultiWorkerMirroredStrategy` only the chief writes
+(`tfguard.firewall.multiworker.is_chief`): every worker asks the step for the
+same signals (they trace the same step), but the others write nothing, not
+even a run directory. A run resumed from a checkpoint (training starts at a
+step > 0 in a run directory that already holds events: `run_subdir=False`,
+or a later `fit` of the same logger) continues in place: the new event file
+opens with `SessionLog.START` at the first step it trains, so TensorBoard
+(and `tfguard.events`) drop the values the killed run wrote after its last
+checkpoint, and the guard counters go on from the values on disk. A step
+whose update the guard skipped writes no batch-level values (the global
+step did not move; its guard event says what happened).
+
 The logs reach the disk at every epoch end, at the end of training, and
 when training ends badly. Keras does not call `on_train_end` when `fit`
 raises, so for the duration of `fit` the logger wraps the model's train
@@ -86,6 +98,7 @@ from tfguard.summary.writers import (
     RunWriter,
     histogram_value,
     scalar_value,
+    session_start_event,
     text_value,
 )
 
@@ -266,6 +279,8 @@ class Logger(keras.callbacks.Callback):
         self._step = 0
         self._spe = 1
         self._skipped_seen = 0
+        self._guard_offsets = (0, 0)
+        self._batch_skipped = False
         self._batch_begin = 0
         self._record_scalars = False
         self._record_hists = False
@@ -350,7 +365,11 @@ class Logger(keras.callbacks.Callback):
         self._guarded(self._train_begin)
 
     def _train_begin(self):
+        from tfguard.firewall.multiworker import is_chief
+
         model = self.model
+        if not is_chief(getattr(model, "distribute_strategy", None)):
+            return  # only the chief writes; the step still computes the requested signals
         self._finished = False
         self._training = True
         self._pending = {}
@@ -360,6 +379,7 @@ class Logger(keras.callbacks.Callback):
         self._step = self._read_step()
         self._spe = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
         self._skipped_seen = self._inst.skipped if self._inst is not None else 0
+        self._batch_skipped = False
         lifecycle.register_open(self)
         for hook in self._signal_hooks:
             hook.install()
@@ -382,6 +402,9 @@ class Logger(keras.callbacks.Callback):
         if not self.active:
             return
         self._listen(True)
+        self._guard_offsets = (0, 0)
+        if self._step > 0:
+            self._resume()
         if not self._config_text_written:
             self._write_config()
         if not self._lint_written and not want_lint:
@@ -414,6 +437,7 @@ class Logger(keras.callbacks.Callback):
             skipped = self._inst.skipped
             executed -= skipped - self._skipped_seen
             self._skipped_seen = skipped
+        self._batch_skipped = executed <= 0  # no update applied: the step did not move
         self._step += max(0, executed)
         if not (self._record_scalars or self._record_hists or self._pending or self._first_batch_pending):
             if self._perf_mark is None:
@@ -438,6 +462,9 @@ class Logger(keras.callbacks.Callback):
             text, self._first_lint = self._first_lint, None
             values.append(text_value(tags.CONFIG_LINT, text))
             self._lint_written = True
+        if self._batch_skipped:
+            # Batch-level values at an unchanged step would land on the previous step's point.
+            self._record_scalars = self._record_hists = False
         if self._record_scalars:
             for key, value in _numbers(logs):
                 values.append(scalar_value(tags.batch(key), value))
@@ -513,9 +540,10 @@ class Logger(keras.callbacks.Callback):
         inst = self._inst
         if inst is None or inst.guard is None:
             return []
+        violations, skipped = self._guard_offsets
         return [
-            scalar_value(tags.GUARD_VIOLATIONS, inst.violations),
-            scalar_value(tags.GUARD_SKIPPED, inst.skipped),
+            scalar_value(tags.GUARD_VIOLATIONS, inst.violations + violations),
+            scalar_value(tags.GUARD_SKIPPED, inst.skipped + skipped),
         ]
 
     @property
@@ -565,6 +593,36 @@ class Logger(keras.callbacks.Callback):
             return
         for step in sorted(pending):
             self._writer.write(step, pending[step])
+
+    def _resume(self) -> None:
+        """Continues a run resumed at `self._step` in a run directory that already has events.
+
+        Writes `SessionLog.START` at the first step this training writes, so
+        TensorBoard drops what a killed run wrote after its last checkpoint,
+        and takes the guard counters on from their last values on disk.
+        """
+        from tfguard.events.run import event_files, read_run
+
+        directory = self.run_path or (None if self.run_subdir else self.logdir)
+        if directory is None or not event_files(directory):
+            return
+        start = self._step + 1  # the values at `_step` are the restored state's
+        if not self._writer.write_event(session_start_event(start)):
+            return
+        inst = self._inst
+        if inst is None or inst.guard is None:
+            return
+        run = read_run(directory, tags=[tags.GUARD_VIOLATIONS, tags.GUARD_SKIPPED], kinds="scalars")
+        offsets = []
+        for tag, count in ((tags.GUARD_VIOLATIONS, inst.violations), (tags.GUARD_SKIPPED, inst.skipped)):
+            last = 0
+            if tag in run.scalars:
+                steps, _, values = run.scalars[tag]
+                before = values[steps < start]
+                if before.size and np.isfinite(before[-1]):
+                    last = int(round(float(before[-1])))
+            offsets.append(max(0, last - count))  # 0 when this process counted them itself
+        self._guard_offsets = (offsets[0], offsets[1])
 
     def _write_config(self) -> None:
         step = self._step

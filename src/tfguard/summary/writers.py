@@ -29,17 +29,18 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import time
 import warnings
 from collections.abc import Callable, Iterable
 
 import numpy as np
 import tensorflow as tf
-from tensorboard.compat.proto import summary_pb2, tensor_pb2, tensor_shape_pb2, types_pb2
+from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2, types_pb2
 from tensorboard.plugins.histogram import metadata as histogram_metadata
 from tensorboard.plugins.scalar import metadata as scalar_metadata
 from tensorboard.plugins.text import metadata as text_metadata
 from tensorboard.util import tensor_util
-from tensorflow.python.ops import gen_summary_ops
+from tensorflow.python.ops import gen_summary_ops, summary_ops_v2
 
 from tfguard.errors import SummaryWriteError
 
@@ -135,6 +136,26 @@ def histogram_buckets(values, count: int = HISTOGRAM_BUCKETS) -> np.ndarray:
     counts = np.bincount(index, minlength=count).astype(np.float64)
     left = low + width * np.arange(count, dtype=np.float64)
     return np.stack([left, left + width, counts], axis=1)
+
+
+def session_start_event(step: int, wall_time: float | None = None) -> event_pb2.Event:
+    """The `Event` that tells TensorBoard a run restarted at `step` (`SessionLog.START`).
+
+    TensorBoard (and `tfguard.events`) then drop the values of every tag that
+    were written earlier with a step >= `step`: the orphans of a run killed
+    after its last checkpoint.
+
+    Example:
+
+    >>> event = session_start_event(4, wall_time=1.0)
+    >>> event.step, event.session_log.status == event_pb2.SessionLog.START
+    (4, True)
+    """
+    return event_pb2.Event(
+        step=int(step),
+        wall_time=time.time() if wall_time is None else float(wall_time),
+        session_log=event_pb2.SessionLog(status=event_pb2.SessionLog.START),
+    )
 
 
 def _write_raw(writer, step: int, serialized: bytes) -> None:
@@ -266,6 +287,24 @@ class RunWriter:
             return False
         return True
 
+    def write_event(self, event: event_pb2.Event) -> bool:
+        """Writes a whole `Event` proto as it is (e.g. `session_start_event`); see `write`."""
+        if not self._open():
+            return False
+        serialized = event.SerializeToString()
+        try:
+            resource = getattr(self._writer, "_resource", None)
+            if resource is None:  # another writer implementation
+                with self._writer.as_default():
+                    summary_ops_v2.import_event(tf.constant(serialized))
+            else:
+                with tf.device("cpu:0"):
+                    gen_summary_ops.import_event(resource, tf.constant(serialized))
+        except WRITE_ERRORS as error:
+            self._fail(error, "write")
+            return False
+        return True
+
     def image(self, step: int, tag: str, images, max_outputs: int = 3) -> bool:
         """Writes a batch of images `[n, h, w, c]` in `[0, 1]` as PNG (`tf.summary.image`)."""
         if not self._open():
@@ -314,5 +353,6 @@ __all__ = [
     "histogram_buckets",
     "histogram_value",
     "scalar_value",
+    "session_start_event",
     "text_value",
 ]
