@@ -166,7 +166,7 @@ def _text_event(tag: str, step: int, text: str):
 @pytest.mark.parametrize("select", [{}, {"tags": ["loss", "notes"]}, {"prefixes": ["lo"]}])
 def test_a_session_start_purges_what_earlier_records_wrote_at_its_step_and_after(tmp_path, select):
     # A run killed at step 20 after a checkpoint at step 12, resumed: 13.. trained again.
-    killed = [scalar_event("loss", s, float(s)) for s in range(1, 21)]
+    killed = [_start(1)] + [scalar_event("loss", s, float(s)) for s in range(1, 21)]
     killed += [scalar_event("other", s, 1.0) for s in (5, 15)] + [_text_event("notes", 14, "old")]
     write_framed(str(tmp_path / "events.out.tfevents.1.h"), killed)
     resumed = [_start(13)] + [scalar_event("loss", s, -float(s)) for s in range(13, 17)]
@@ -182,9 +182,16 @@ def test_a_session_start_purges_what_earlier_records_wrote_at_its_step_and_after
 
 
 def test_a_session_start_within_one_file_keeps_what_comes_after_it(tmp_path):
-    events = [scalar_event("loss", s, 1.0) for s in range(1, 11)]
+    events = [_start(1)] + [scalar_event("loss", s, 1.0) for s in range(1, 11)]
     events += [_start(4)] + [scalar_event("loss", s, 2.0) for s in range(4, 8)]
     write_framed(str(tmp_path / "events.out.tfevents.1.h"), events)
     steps, _, values = read_run(tmp_path).scalars["loss"]
     assert steps.tolist() == list(range(1, 8))
     assert values.tolist() == [1.0] * 3 + [2.0] * 4
+
+
+def test_the_first_session_start_of_a_run_is_not_a_restart(tmp_path):
+    # As TensorBoard's plugin_event_accumulator: a START purges only after an earlier START.
+    events = [scalar_event("loss", s, 1.0) for s in range(1, 6)] + [_start(2)]
+    write_framed(str(tmp_path / "events.out.tfevents.1.h"), events)
+    assert read_run(tmp_path).scalars["loss"][0].tolist() == [1, 2, 3, 4, 5]

@@ -444,12 +444,13 @@ def test_a_resumed_run_does_not_write_a_step_twice(restarted_cluster):
     """The TensorBoard way: the resumed file opens with `SessionLog.START`, readers purge the orphans.
 
     The killed attempt's steps after the backup are trained again, so both
-    files hold them (append-only files cannot forget); the resumed file
+    files hold them (append-only files cannot forget); each session's file
     starts with `SessionLog.START` at the first step it trains, and
-    TensorBoard's own `EventAccumulator` (purge on, its default) and
-    `tfguard.events` then show every step once, in order.
+    TensorBoard's own accumulator (purge on, its default; every START after
+    the first is a restart) and `tfguard.events` then show every step once,
+    in order.
     """
-    from tensorboard.backend.event_processing import event_accumulator
+    from tensorboard.backend.event_processing import plugin_event_accumulator as event_accumulator
 
     from tfguard.events import read_logdir
 
@@ -459,7 +460,7 @@ def test_a_resumed_run_does_not_write_a_step_twice(restarted_cluster):
     killed = restarted_cluster["first"]["results"]["worker-0"]["iterations"]
     final = restarted_cluster["second"]["results"]["worker-0"]["iterations"]
     assert sorted(set(first) & set(second)) == list(range(backed_up + 1, killed + 1))
-    assert _session_starts(logdir) == [[], [backed_up + 1]]
+    assert _session_starts(logdir) == [[1], [backed_up + 1]]
 
     accumulator = event_accumulator.EventAccumulator(
         str(logdir), size_guidance={event_accumulator.TENSORS: 0}, purge_orphaned_data=True

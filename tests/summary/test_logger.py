@@ -138,6 +138,8 @@ def test_guarded_model_signals_come_from_the_guard_step(tmp_path, images):
     # the skipped step did not advance the global step: 6 batches, 5 updates
     assert steps(run["train/loss"]) == [5]
     assert steps(run[tags.GLOBAL_GRAD_NORM]) == [1, 2, 2, 3, 4, 5]
+    # batch-level values only for applied updates: none again at the unchanged step 2
+    assert steps(run["batch/loss"]) == steps(run["weight_norm/out"]) == [1, 2, 3, 4, 5]
     # and the traced step computes the gradients once (one Conv2D layer -> one filter gradient),
     # exactly the gradient ops of the same guarded model without a logger
     ops = _step_graph_ops(model, x, y)
@@ -270,3 +272,60 @@ def test_config_lint_of_the_model_and_its_first_batch(tmp_path, images):
     _fit(tiny_cnn(), raw, y, model_only)
     (point,) = read_run(model_only.run_path)[tags.CONFIG_LINT]
     assert point.step == 0 and json.loads(point.value) == []
+
+
+def test_only_the_chief_writes(tmp_path, images, monkeypatch):
+    from tfguard.firewall.multiworker import tf_config
+
+    monkeypatch.setenv("TF_CONFIG", tf_config(["127.0.0.1:1", "127.0.0.1:2"], 1))  # worker 1
+    x, y = images
+    model = tiny_cnn()
+    previous = signal.getsignal(signal.SIGTERM)
+    handlers = []
+
+    class Spy(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            handlers.append(signal.getsignal(signal.SIGTERM))
+
+    logger = Logger(tmp_path / "logs", {"a": 1}, scalars_every=1)
+    model.fit(x, y, batch_size=8, verbose=0, callbacks=[logger, Spy()])
+    logger.close()
+    assert not (tmp_path / "logs").exists() and logger.run_path is None
+    assert instrumentation_of(model).scalars_every == 1  # the same step as the chief's
+    assert handlers and all(h is previous for h in handlers)  # no SIGTERM flush either
+
+
+def test_a_resumed_run_continues_in_place(tmp_path, images):
+    import time
+
+    from tensorboard.backend.event_processing import plugin_event_accumulator
+
+    from tfguard.events import read_run as read_events
+
+    x, y = images
+    x = x.copy()
+    x[20] = np.nan  # the third batch of every epoch is skipped
+    first = tfguard.guard(tiny_cnn(), policy="skip", max_quarantined=0)
+    _fit(first, x, y, Logger(tmp_path, run_subdir=False, scalars_every=1, histograms=False))
+    time.sleep(1.1)  # a later process: a later event file name
+    # A new process resumes from a checkpoint of step 3; the first one had written up to step 5.
+    second = tfguard.guard(tiny_cnn(), policy="skip", max_quarantined=0)
+    second.optimizer.iterations.assign(3)
+    logger = Logger(tmp_path, run_subdir=False, scalars_every=1, histograms=False)
+    _fit(second, x, y, logger)
+    assert logger.run_path == str(tmp_path) and run_dirs(str(tmp_path)) == [str(tmp_path)]
+    raw = read_run(str(tmp_path))
+    assert steps(raw["batch/loss"]) == [1, 2, 3, 4, 5, 4, 5, 6, 7, 8]  # both files hold 4, 5
+
+    run = read_events(tmp_path)
+    assert run.scalars["batch/loss"][0].tolist() == list(range(1, 9))
+    assert run.scalars[tags.EPOCH][0].tolist() == [8]  # the killed session's epoch end was purged
+    counted = run.scalars[tags.GUARD_SKIPPED]
+    # 1 skip at step 2 (first session), the second session's skip at step 5 makes 2, not 1
+    assert dict(zip(counted[0].tolist(), counted[2].tolist())) == {2: 1.0, 5: 2.0, 8: 2.0}
+
+    accumulator = plugin_event_accumulator.EventAccumulator(
+        str(tmp_path), size_guidance={plugin_event_accumulator.TENSORS: 0}
+    )
+    accumulator.Reload()
+    assert [e.step for e in accumulator.Tensors("batch/loss")] == list(range(1, 9))

@@ -9,10 +9,12 @@ TensorBoard `Event` proto. A tag's kind is fixed by its first value that
 tells it (its plugin name, or the TF1 field), as TensorBoard does.
 
 `finish` sorts every series by step; for the same tag and step the record read
-last wins (files are read in order, so the later file wins). An event with
-`session_log.status == SessionLog.START` at step S (a run that restarted from
-a checkpoint) drops, as TensorBoard's purge does, every value read before it
-with a step >= S, of every tag: the orphans of the run that was killed.
+last wins (files are read in order, so the later file wins). Restarts are
+purged as TensorBoard does (`plugin_event_accumulator`): every session of a
+run starts with a `session_log.status == SessionLog.START` event, and each
+START after the first one, at step S (a run resumed from a checkpoint),
+drops every value read before it with a step >= S, of every tag: the
+orphans of the session that was killed.
 
 Example:
 
@@ -156,6 +158,7 @@ class Collector:
         self._hparams: dict[str, object] = {}
         self._hparams_config: dict | None = None
         self._session: dict[str, object] = {}
+        self._seen_start = False
 
     def add(self, path: str, offsets: list[int], datas: list[bytes]) -> None:
         """Decode intact records of the file `path`.
@@ -234,7 +237,9 @@ class Collector:
             values = event.summary.value
             if not values:
                 if event.HasField("session_log") and event.session_log.status == _START:
-                    self.purge(event.step)
+                    if self._seen_start:  # the first START of a run is not a restart
+                        self.purge(event.step)
+                    self._seen_start = True
                 continue
             step = event.step
             wall = event.wall_time

@@ -3,9 +3,9 @@
 A run is a directory that directly contains `*tfevents*` files (TensorBoard's
 definition). Its files are read in the order of the timestamp in their names
 (`events.out.tfevents.<seconds>.<host>...`), then by name, so a resumed run's
-later file wins where steps repeat; a `SessionLog.START` event at step S (a
-run resumed from a checkpoint) drops what was read before it at steps >= S,
-as TensorBoard's purge of orphaned data does.
+later file wins where steps repeat; a `SessionLog.START` event at step S
+that is not the run's first (a run resumed from a checkpoint) drops what was
+read before it at steps >= S, as TensorBoard's purge of orphaned data does.
 
 Example:
 

@@ -37,12 +37,13 @@ per execution and written at the step that ends it.
 Under `tf.distribute.MultiWorkerMirroredStrategy` only the chief writes
 (`tfguard.firewall.multiworker.is_chief`): every worker asks the step for the
 same signals (they trace the same step), but the others write nothing, not
-even a run directory. A run resumed from a checkpoint (training starts at a
-step > 0 in a run directory that already holds events: `run_subdir=False`,
-or a later `fit` of the same logger) continues in place: the new event file
-opens with `SessionLog.START` at the first step it trains, so TensorBoard
-(and `tfguard.events`) drop the values the killed run wrote after its last
-checkpoint, and the guard counters go on from the values on disk. A step
+even a run directory. Every training session opens its event file with
+`SessionLog.START` at the first step it trains, as TensorFlow's supervisors
+did: when a run resumes from a checkpoint (training starts at a step > 0 in
+a run directory that already holds events: `run_subdir=False`, or a later
+`fit` of the same logger) TensorBoard (and `tfguard.events`) then drop the
+values the killed session wrote after its last checkpoint, and the guard
+counters go on from the values on disk. A step
 whose update the guard skipped writes no batch-level values (the global
 step did not move; its guard event says what happened).
 
@@ -403,8 +404,7 @@ class Logger(keras.callbacks.Callback):
             return
         self._listen(True)
         self._guard_offsets = (0, 0)
-        if self._step > 0:
-            self._resume()
+        self._start_session()
         if not self._config_text_written:
             self._write_config()
         if not self._lint_written and not want_lint:
@@ -594,20 +594,20 @@ class Logger(keras.callbacks.Callback):
         for step in sorted(pending):
             self._writer.write(step, pending[step])
 
-    def _resume(self) -> None:
-        """Continues a run resumed at `self._step` in a run directory that already has events.
+    def _start_session(self) -> None:
+        """Writes `SessionLog.START`; on a resume, takes the guard counters on from the disk.
 
-        Writes `SessionLog.START` at the first step this training writes, so
-        TensorBoard drops what a killed run wrote after its last checkpoint,
-        and takes the guard counters on from their last values on disk.
+        The START is at the first step this session trains (the values at
+        `_step` are the restored state's). TensorBoard takes every START after
+        a run's first for a restart and drops what earlier sessions wrote at
+        that step and after: what a killed run wrote after its last checkpoint.
         """
         from tfguard.events.run import event_files, read_run
 
         directory = self.run_path or (None if self.run_subdir else self.logdir)
-        if directory is None or not event_files(directory):
-            return
-        start = self._step + 1  # the values at `_step` are the restored state's
-        if not self._writer.write_event(session_start_event(start)):
+        resumed = self._step > 0 and directory is not None and bool(event_files(directory))
+        start = self._step + 1
+        if not self._writer.write_event(session_start_event(start)) or not resumed:
             return
         inst = self._inst
         if inst is None or inst.guard is None:
