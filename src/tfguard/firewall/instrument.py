@@ -272,9 +272,11 @@ class Instrumentation:
             step = self._step()
             signals: dict = {}
             if "signals" in extra and float(extra["record_scalars"]) > 0:
-                signals.update({k: float(v) for k, v in extra["signals"].items()})
+                values = np.asarray(extra["signals"], np.float64)
+                signals.update(zip(self.plan.signal_keys, values.tolist()))
             if "histograms" in extra and float(extra["record_histograms"]) > 0:
-                signals.update({k: np.asarray(v, np.float64) for k, v in extra["histograms"].items()})
+                stacked = np.asarray(extra["histograms"], np.float64)
+                signals.update(zip(self.plan.hist_keys, stacked))
             if signals:
                 for listener in list(self.listeners):
                     listener(step, signals)

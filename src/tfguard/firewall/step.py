@@ -59,6 +59,7 @@ class Plan:
     data_details: list[list[str]]  # per data slot: the detail names
     signal_keys: list[str]
     describe: list  # per data slot: the describe function
+    hist_keys: list[str] = dataclasses.field(default_factory=list)
 
 
 def _layer_key(variable, model_name: str) -> str:
@@ -276,27 +277,29 @@ def make_step(model: keras.Model, inst) -> callable:
             update_metrics()
 
         signal_keys: list[str] = []
+        hist_keys: list[str] = []
         if want_signals:
             signals, hists = _signal_fns(model, inst, x, y, variables, grads, sq_norms, records)
-            signal_keys = list(signals) + list(hists)
+            signal_keys, hist_keys = list(signals), list(hists)
             record_scalars = _every(step, inst.scalars_every)
             record_hists = _every(step, inst.histograms_every)
             outputs["record_scalars"] = tf.cast(record_scalars, tf.float32)
             outputs["record_histograms"] = tf.cast(record_hists, tf.float32)
+            # One stacked tensor each (keys in the plan): few outputs, cheap steps.
             if signals:
                 outputs["signals"] = tf.cond(
                     record_scalars,
-                    lambda: {k: fn() for k, fn in signals.items()},
-                    lambda: {k: tf.constant(0.0) for k in signals},
+                    lambda: tf.stack([tf.cast(fn(), tf.float32) for fn in signals.values()]),
+                    lambda: tf.zeros([len(signals)]),
                 )
             if hists:
                 outputs["histograms"] = tf.cond(
                     record_hists,
-                    lambda: {k: fn() for k, fn in hists.items()},
-                    lambda: {k: tf.zeros([HIST_BUCKETS, 3]) for k in hists},
+                    lambda: tf.stack([fn() for fn in hists.values()]),
+                    lambda: tf.zeros([len(hists), HIST_BUCKETS, 3]),
                 )
 
-        inst.plan = Plan(slots, finite_slots, data_details, signal_keys, describes)
+        inst.plan = Plan(slots, finite_slots, data_details, signal_keys, describes, hist_keys)
         logs = model.get_metrics_result()
         logs[OUTPUT_KEY] = outputs
         return logs
