@@ -44,6 +44,7 @@ from tfguard.lint.dataset_graph import (
     DatasetGraph,
     DatasetOp,
     read_dataset_graph,
+    require_dataset,
 )
 from tfguard.lint.finding import PIPELINE_ORDER, LintFinding
 
@@ -289,11 +290,7 @@ def lint_dataset(ds: tf.data.Dataset) -> list[LintFinding]:
     Raises:
         TypeError: if `ds` is not a `tf.data.Dataset`.
     """
-    if not isinstance(ds, tf.data.Dataset):
-        raise TypeError(
-            f"Received an invalid value for `ds`, expected a tf.data.Dataset. "
-            f"Received: ds of type {type(ds).__name__}"
-        )
+    require_dataset(ds)
     try:
         graph = read_dataset_graph(ds)
     except (tf.errors.OpError, ValueError) as err:

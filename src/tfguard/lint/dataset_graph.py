@@ -355,3 +355,12 @@ def read_dataset_graph(ds: tf.data.Dataset) -> DatasetGraph:
         TypeError: if `ds` is not a `tf.data.Dataset`.
     """
     return parse_graph_def(graph_def_of(ds))
+
+
+def require_dataset(ds) -> None:
+    """Raises `TypeError` naming the received type unless `ds` is a `tf.data.Dataset`."""
+    if not isinstance(ds, tf.data.Dataset):
+        raise TypeError(
+            f"Received an invalid value for `ds`, expected a tf.data.Dataset. "
+            f"Received: ds of type {type(ds).__name__}"
+        )

@@ -31,6 +31,7 @@ import tensorflow as tf
 
 from tfguard.errors import ContractError
 from tfguard.lint.dataset import is_batched, lint_dataset
+from tfguard.lint.dataset_graph import require_dataset
 from tfguard.lint.finding import LintFinding
 from tfguard.lint.inputs import lint_inputs
 from tfguard.lint.labels import lint_labels
@@ -53,11 +54,7 @@ def sample_batch(ds: tf.data.Dataset) -> tuple[Any, Any]:
     Raises:
         TypeError: if `ds` is not a `tf.data.Dataset`.
     """
-    if not isinstance(ds, tf.data.Dataset):
-        raise TypeError(
-            f"Received an invalid value for `ds`, expected a tf.data.Dataset. "
-            f"Received: ds of type {type(ds).__name__}"
-        )
+    require_dataset(ds)
     try:
         batched = is_batched(ds)
     except (tf.errors.OpError, ValueError):
