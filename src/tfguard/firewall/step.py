@@ -348,14 +348,21 @@ def _signal_fns(model, inst, x, y, variables, grads, sq_norms, records):
         signals[tags.zero_grad_fraction(layer)] = lambda m=members: stats.zero_fraction(m)
     inputs = [t for _, t in leaves("x", x) if t.dtype.is_floating or t.dtype.is_integer]
     if inputs:
-        first = inputs[0]
+        first, computed = inputs[0], {}
+
+        def moment(key):
+            # The four thunks run in one branch graph: compute the moments once there.
+            if "moments" not in computed:
+                computed["moments"] = stats.moments(first)
+            return computed["moments"][key]
+
         for key, tag in (
             ("min", tags.INPUT_MIN),
             ("max", tags.INPUT_MAX),
             ("mean", tags.INPUT_MEAN),
             ("std", tags.INPUT_STD),
         ):
-            signals[tag] = lambda k=key, t=first: stats.moments(t)[k]
+            signals[tag] = lambda k=key: moment(k)
     targets = [t for _, t in leaves("y", y) if t.dtype.is_floating or t.dtype.is_integer]
     if targets:
         signals[tags.LABEL_MIN] = lambda t=targets[0]: tf.reduce_min(tf.cast(t, tf.float32))
