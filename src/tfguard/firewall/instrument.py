@@ -2,10 +2,14 @@
 
 `instrument(model)` attaches (once) an `Instrumentation` that replaces the
 model's train step with the guarded one and wraps the train function Keras
-builds. The wrapper pulls each batch on the host, so a bad batch is still in
-hand when its flags come back: it is quarantined, the policy is applied, and
-the signals the step computed are handed to listeners (the logger, the live
-diagnosis). Signals are computed once, in the graph.
+builds. The wrapper keeps each batch in hand until its flags come back: a
+bad one is quarantined, the policy is applied, and the signals the step
+computed are handed to listeners (the logger, the live diagnosis). Signals
+are computed once, in the graph, by a second trace of the step (the
+recording step) that the wrapper calls only on the steps that record: it
+keeps the global step on the host (read once per epoch, then counted, and
+re-synced from every recording step), so the other steps run a graph with
+no signal op and the host reads nothing but the flags.
 
 `guard(model)` is `instrument(model)` with a `GuardConfig`; the logger calls
 `instrument(model).request(...)` for signals. With neither, the model is
@@ -28,6 +32,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import time
 import warnings
 import weakref
 from collections.abc import Callable
@@ -99,7 +104,16 @@ class Instrumentation:
         self.scalars_every = 0
         self.histograms_every = 0
         self.histogram_activations = True
+        self.histogram_weights = False
+        self.weight_signals = False
+        self.histogram_filter: Callable[[int], bool] | None = None
+        self.tracing_recording = False  # set around each call: which trace the step builds
         self.plan: step_module.Plan | None = None
+        self._plans: dict[bool, step_module.Plan] = {}
+        self._host_step: int | None = None  # the optimizer's iterations before the next step
+        self.last_logs: dict | None = None
+        self.last_applied = True
+        self.step_clock: tuple[int, float] | None = None
         self.listeners: list[Callable[[int, dict], None]] = []
         self.event_listeners: list[Callable[[GuardEvent], None]] = []
         self.events: list[GuardEvent] = []
@@ -110,21 +124,33 @@ class Instrumentation:
         self.epoch_steps = 0
         self.consecutive_skips = 0
         self.quarantined = 0
-        self.last_global_norm = None
         self._tapped: list = []
         self._attached = False
         self.in_graph_batch = False
 
     # -- configuration ---------------------------------------------------------
     def request(self, scalars_every: int | None = None, histograms_every: int | None = None,
-                histogram_activations: bool | None = None) -> None:
+                histogram_activations: bool | None = None, weights: bool | None = None,
+                histogram_weights: bool | None = None) -> None:
         """Asks the step to compute signals every N steps (0 = never); keeps the larger demand.
+
+        Args:
+            scalars_every: gradient norms, activation fractions, input
+                statistics (and weight norms) every this many steps.
+            histograms_every: gradient (and activation, weight) histograms.
+            histogram_activations: include activation histograms.
+            weights: include `weight_norm/<layer>` and `update_ratio/<layer>`.
+            histogram_weights: include `hist/weights/<variable>`.
 
         Example:
 
         >>> # instrument(model).request(scalars_every=10, histograms_every=100)
         """
         changed = False
+        for name, value in (("weight_signals", weights), ("histogram_weights", histogram_weights)):
+            if value is not None and bool(value) != getattr(self, name):
+                setattr(self, name, bool(value))
+                changed = True
         if scalars_every is not None and scalars_every != self.scalars_every:
             self.scalars_every = _merge_every(self.scalars_every, scalars_every)
             changed = True
@@ -175,7 +201,11 @@ class Instrumentation:
             original_make(model, force)
             function = model.train_function
             if function is not None and not getattr(function, "_tfguard", False):
-                model.train_function = self._wrap(function)
+                recording = None
+                if self.wants_signals:
+                    original_make(model, True)  # a second tf.function of the same step
+                    recording = model.train_function
+                model.train_function = self._wrap(function, recording)
             return model.train_function
 
         def reset_metrics():
@@ -183,6 +213,8 @@ class Instrumentation:
             self.epoch_violations = 0
             self.epoch_skipped = 0
             self.epoch_steps = 0
+            self._host_step = None  # read again at the epoch's first step (a restore may move it)
+            self.step_clock = None
 
         from tfguard.firewall.multiworker import enable_multi_worker
 
@@ -205,24 +237,40 @@ class Instrumentation:
         self._attached = False
         self.model.train_function = None
 
+    @property
+    def wants_signals(self) -> bool:
+        """Whether any signal was requested (the recording step exists)."""
+        return self.scalars_every > 0 or self.histograms_every > 0
+
     def _retrace(self) -> None:
         if self._attached:
             self.model.train_function = None
+        self._plans = {}
+
+    def _set_plan(self, plan: step_module.Plan) -> None:
+        """Called by the step at trace time: the outputs of that trace."""
+        self._plans[plan.recording] = plan
+        self.plan = plan
 
     def _prepare(self) -> None:
         """Host-side set-up before a trace: the contract and the taps."""
         model = self.model
         if self.guard is not None and self.contract is None and self.guard.data is not None:
             self.contract = infer_contract(model) if self.guard.data == "infer" else self.guard.data
-        want_taps = (self.guard is not None and self.guard.forward == "layers") or (
-            self.scalars_every > 0 or self.histograms_every > 0
-        )
+        want_taps = (self.guard is not None and self.guard.forward == "layers") or self.wants_signals
         if want_taps and not self._tapped:
             self._tapped = taps.tappable_layers(model)
             taps.install(self._tapped)
 
     # -- the host loop -------------------------------------------------------------
-    def _wrap(self, keras_function):
+    def _wrap(self, keras_function, recording_function=None):
+        """The train function Keras calls: picks the plain or the recording step, then checks.
+
+        Args:
+            keras_function: Keras's train function over the plain step.
+            recording_function: the same over the recording step (`None`
+                when no signal was requested).
+        """
         model = self.model
         # One replica, one step per execution: the step hands the batch back with
         # its flags (a tensor handle, no copy), and Keras keeps pulling batches
@@ -233,10 +281,21 @@ class Instrumentation:
             and int(model.steps_per_execution) == 1
             and not getattr(model, "_tfguard_multi_worker", False)
         )
+
+        def run_step(argument):
+            record = recording_function is not None and self._records_next()
+            self.tracing_recording = record
+            try:
+                logs = (recording_function if record else keras_function)(argument)
+            finally:
+                self.tracing_recording = False
+            self.plan = self._plans.get(record, self.plan)
+            return logs
+
         if self.in_graph_batch:
 
             def train_function(iterator):
-                logs = keras_function(iterator)
+                logs = run_step(iterator)
                 batch = logs.get(step_module.OUTPUT_KEY, {}).pop("batch", {})
                 data = (batch.get("x"), batch.get("y"), batch.get("sample_weight"))
                 return self._after_step(data, logs)
@@ -251,7 +310,7 @@ class Instrumentation:
                     data = next(iterator)
                 except (StopIteration, tf.errors.OutOfRangeError):
                     break
-                outputs = self._after_step(data, keras_function(iter([data])))
+                outputs = self._after_step(data, run_step(iter([data])))
             if outputs is None:
                 raise StopIteration
             return outputs
@@ -259,17 +318,36 @@ class Instrumentation:
         train_function._tfguard = True
         return train_function
 
+    def _records_next(self) -> bool:
+        """Whether the next step records signals (by the host's count of the global step)."""
+        if self._host_step is None:
+            self._host_step = self._step()
+        pre = self._host_step
+        if self.scalars_every > 0 and pre % self.scalars_every == 0:
+            return True
+        if self.histograms_every > 0 and pre % self.histograms_every == 0:
+            return self.histogram_filter is None or bool(self.histogram_filter(pre + 1))
+        return False
+
     def _after_step(self, data, logs: dict) -> dict:
         extra = logs.pop(step_module.OUTPUT_KEY, {})
-        self.last_global_norm = extra.get("global_norm")
-        if "failures" in extra:
-            failures = np.asarray(extra["failures"])
+        applied = True
+        failures = np.asarray(extra["failures"]) if "failures" in extra else None
+        if failures is not None and failures.any():
+            applied = float(extra["applied"]) > 0
+        if "step" in extra:  # a recording step: the exact global step, from the graph
+            self._host_step = int(extra["step"]) + int(applied)
+        elif self._host_step is not None:
+            self._host_step += int(applied)
+        if failures is not None:
             if failures.any():
-                self._on_violation(data, extra, failures, self._step())
+                step = self._host_step if self._host_step is not None else self._step()
+                self._on_violation(data, extra, failures, step)
             else:
                 self.consecutive_skips = 0
+        if self.step_clock is None and self._host_step is not None:
+            self.step_clock = (self._host_step, time.perf_counter())
         if self.listeners and ("signals" in extra or "histograms" in extra):
-            step = self._step()
             signals: dict = {}
             if "signals" in extra and float(extra["record_scalars"]) > 0:
                 values = np.asarray(extra["signals"], np.float64)
@@ -278,8 +356,10 @@ class Instrumentation:
                 stacked = np.asarray(extra["histograms"], np.float64)
                 signals.update(zip(self.plan.hist_keys, stacked))
             if signals:
+                self.last_logs, self.last_applied = logs, applied
                 for listener in list(self.listeners):
-                    listener(step, signals)
+                    listener(self._host_step, signals)
+                self.last_logs = None
         if self.guard is not None:
             self.epoch_steps += 1
             if self.epoch_skipped == self.epoch_steps:

@@ -11,8 +11,11 @@ The step mirrors Keras 3's `TensorFlowTrainer.train_step` and adds:
   the same; merge-call strategies get the cond in cross-replica context, as
   Keras's `LossScaleOptimizer` does);
 * metrics updated only for applied steps, so a NaN never enters the epoch mean;
-* signals (gradient norms, dead/saturated fractions, input statistics,
-  histograms) computed on the requested steps only, under `tf.cond`.
+* signals (gradient norms, weight norms and update ratios, dead/saturated
+  fractions, input statistics, histograms) in a second trace of the same
+  step, the *recording* step, which the host calls only on the steps that
+  record (`Instrumentation`): every other step runs a graph without a
+  single signal op, so signals cost nothing between recordings.
 
 Everything is a tensor; nothing raises in the graph, so it holds under XLA.
 The host (`Instrumentation`) reads the flags and applies the policy.
@@ -39,6 +42,7 @@ OUTPUT_KEY = "_tfguard"
 # Counts of a data check that add up across replicas (min/max and shapes stay local).
 _SUMMED = ("bad", "total", "nan", "posinf", "neginf")
 HIST_BUCKETS = 30
+NO_RATIO = -1.0  # update_ratio of a layer whose weights were all zero: left out on the host
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,6 +64,7 @@ class Plan:
     signal_keys: list[str]
     describe: list  # per data slot: the describe function
     hist_keys: list[str] = dataclasses.field(default_factory=list)
+    recording: bool = False  # traced as the recording step (signals) or the plain one
 
 
 def _layer_key(variable, model_name: str) -> str:
@@ -129,11 +134,14 @@ def make_step(model: keras.Model, inst) -> callable:
         inst: its `Instrumentation` (settings, and where the plan is kept).
 
     Returns:
-        A function `data -> logs` for Keras's `make_train_function`.
+        A function `data -> logs` for Keras's `make_train_function`. It
+        traces the recording step when `inst.tracing_recording` is set (the
+        host sets it around each call), the plain step otherwise.
     """
 
     def train_step(data):
         inst._prepare()  # host-side set-up, at trace time only
+        recording = bool(inst.tracing_recording)
         x, y, sample_weight = data_adapter_utils.unpack_x_y_sample_weight(data)
         config = inst.guard
         optimizer = model.optimizer
@@ -173,7 +181,7 @@ def make_step(model: keras.Model, inst) -> callable:
             if v is not None
         }
         y = _sanitize_labels(inst.contract, y) if config is not None else y
-        want_signals = inst.scalars_every > 0 or inst.histograms_every > 0
+        want_signals = recording and (inst.scalars_every > 0 or inst.histograms_every > 0)
         layers_mode = config is not None and config.forward == "layers"
         tap_context = taps.recording() if (layers_mode or want_signals) else _nothing()
         with tf.GradientTape() as tape:
@@ -211,12 +219,14 @@ def make_step(model: keras.Model, inst) -> callable:
             if grad is None:
                 continue
             grad = tf.convert_to_tensor(grad)
-            sq_norms.append(tf.reduce_sum(tf.square(tf.cast(grad, tf.float32))))
+            if want_signals:
+                sq_norms.append(tf.reduce_sum(tf.square(tf.cast(grad, tf.float32))))
             if guard_grads:
                 add_finite("gradients", f"gradient of '{variable.path}'", grad)
-        global_norm = tf.sqrt(tf.add_n(sq_norms)) if sq_norms else tf.constant(0.0)
+        # The weights before the update (a reference: the update copies on write).
+        before = _weights_before(variables) if want_signals and inst.weight_signals else None
 
-        outputs: dict[str, tf.Tensor] = {"global_norm": global_norm}
+        outputs: dict[str, tf.Tensor] = {}
         if config is not None and inst.in_graph_batch:
             outputs["batch"] = batch  # for the quarantine; a handle, not a copy
         if slots:
@@ -279,10 +289,11 @@ def make_step(model: keras.Model, inst) -> callable:
         signal_keys: list[str] = []
         hist_keys: list[str] = []
         if want_signals:
-            signals, hists = _signal_fns(model, inst, x, y, variables, grads, sq_norms, records)
+            signals, hists = _signal_fns(model, inst, x, y, variables, grads, sq_norms, records, before)
             signal_keys, hist_keys = list(signals), list(hists)
             record_scalars = _every(step, inst.scalars_every)
             record_hists = _every(step, inst.histograms_every)
+            outputs["step"] = step  # the iterations before this step: the host's schedule re-syncs on it
             outputs["record_scalars"] = tf.cast(record_scalars, tf.float32)
             outputs["record_histograms"] = tf.cast(record_hists, tf.float32)
             # One stacked tensor each (keys in the plan): few outputs, cheap steps.
@@ -299,7 +310,7 @@ def make_step(model: keras.Model, inst) -> callable:
                     lambda: tf.zeros([len(hists), HIST_BUCKETS, 3]),
                 )
 
-        inst.plan = Plan(slots, finite_slots, data_details, signal_keys, describes, hist_keys)
+        inst._set_plan(Plan(slots, finite_slots, data_details, signal_keys, describes, hist_keys, recording))
         logs = model.get_metrics_result()
         logs[OUTPUT_KEY] = outputs
         return logs
@@ -333,7 +344,55 @@ class _nothing:
         return False
 
 
-def _signal_fns(model, inst, x, y, variables, grads, sq_norms, records):
+def _is_float(variable) -> bool:
+    """Whether a (Keras or TensorFlow) variable holds floats (Keras spells dtypes as strings)."""
+    try:
+        return tf.as_dtype(variable.dtype).is_floating
+    except TypeError:
+        return False
+
+
+def _weights_before(variables) -> list[tf.Tensor | None]:
+    """Each float trainable variable's value before the update (`None` for the others)."""
+    return [tf.identity(tf.convert_to_tensor(v)) if _is_float(v) else None for v in variables]
+
+
+def _weight_signals(model, variables, before, signals) -> None:
+    """`weight_norm/<layer>` and `update_ratio/<layer>` thunks.
+
+    They read the variables after the update (the thunks run in branches
+    traced after it; TensorFlow orders the reads after the writes). A layer
+    whose weights were exactly zero before has no ratio: it is written as
+    -1 and the host leaves it out.
+    """
+    by_layer: dict[str, list[int]] = {}
+    for index, variable in enumerate(variables):
+        if before[index] is not None:
+            by_layer.setdefault(_layer_key(variable, model.name), []).append(index)
+
+    def norms(positions):
+        after = [tf.cast(tf.convert_to_tensor(variables[i]), tf.float32) for i in positions]
+        old = [tf.cast(before[i], tf.float32) for i in positions]
+        weight = tf.sqrt(tf.add_n([tf.reduce_sum(tf.square(w)) for w in after]))
+        delta = tf.sqrt(tf.add_n([tf.reduce_sum(tf.square(w - b)) for w, b in zip(after, old)]))
+        base = tf.sqrt(tf.add_n([tf.reduce_sum(tf.square(b)) for b in old]))
+        ratio = tf.where(tf.equal(base, 0.0), tf.constant(NO_RATIO), delta / base)
+        return weight, ratio
+
+    for layer, positions in by_layer.items():
+        computed: dict = {}
+
+        def pick(which, p=positions, c=computed):
+            # weight and ratio thunks run in one branch graph: one computation there
+            if "norms" not in c:
+                c["norms"] = norms(p)
+            return c["norms"][which]
+
+        signals[tags.weight_norm(layer)] = lambda f=pick: f(0)
+        signals[tags.update_ratio(layer)] = lambda f=pick: f(1)
+
+
+def _signal_fns(model, inst, x, y, variables, grads, sq_norms, records, before=None):
     """Builds `tag -> thunk` maps for scalar signals and histograms."""
     signals: dict[str, callable] = {}
     hists: dict[str, callable] = {}
@@ -390,4 +449,12 @@ def _signal_fns(model, inst, x, y, variables, grads, sq_norms, records):
             hists[tags.hist_gradients(variables[index].path)] = lambda g=grad: stats.buckets(
                 g, HIST_BUCKETS, xla=bool(model.jit_compile)
             )
+    if before is not None:
+        _weight_signals(model, variables, before, signals)
+    if inst.histograms_every > 0 and inst.histogram_weights:
+        for variable in model.weights:  # after the update, non-trainable ones too
+            if _is_float(variable):
+                hists[tags.hist_weights(variable.path)] = lambda v=variable: stats.buckets(
+                    tf.convert_to_tensor(v), HIST_BUCKETS, xla=bool(model.jit_compile)
+                )
     return signals, hists

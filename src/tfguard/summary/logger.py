@@ -10,8 +10,8 @@ every tag of `tfguard.tags` in it, all at one global step: the optimizer's
 * every `scalars_every` steps: `batch/<metric>`, the learning rate, the
   speed, the firewall's signals (`grad_norm/global`, `grad_norm/<layer>`,
   `zero_grad_fraction/<layer>`, `activation/dead_fraction/<layer>`,
-  `activation/saturated_fraction/<layer>`, `data/input_*`, `data/label_*`)
-  and, measured on the host, `weight_norm/<layer>` and `update_ratio/<layer>`;
+  `activation/saturated_fraction/<layer>`, `data/input_*`, `data/label_*`,
+  `weight_norm/<layer>` and `update_ratio/<layer>`);
 * every `histograms_every` steps (and where `record_if(step)` holds):
   `hist/weights/<variable>`, `hist/gradients/<variable>`,
   `hist/activations/<layer>`;
@@ -24,15 +24,15 @@ every tag of `tfguard.tags` in it, all at one global step: the optimizer's
 * for every firewall violation: `guard/events` (one markdown line saying
   where) and the counters.
 
-The signals come from the model's instrumentation (`tfguard.instrument`):
-they are computed once, in the graph, on the requested steps only; a
-guarded model shares the very same step. Between recording steps the
-callback does a few integer comparisons per batch. A step records when the
-optimizer's `iterations` before it is a multiple of `scalars_every`
-(`histograms_every`), so with `scalars_every=10` the points sit at steps 1,
-11, 21, ... With `steps_per_execution > 1`, host-side values (batch
-metrics, weight norms, update ratios, weight histograms) are taken once
-per execution and written at the step that ends it.
+Everything step-level comes from the model's instrumentation
+(`tfguard.instrument`): the signals, weight norms and update ratios are
+computed once, in the graph, by a recording trace of the step that runs on
+the recording steps only (the others run a graph with no signal op); a
+guarded model shares the very same step. The callback has no batch hook:
+Keras calls it at the epoch ends, and the step calls it on recording steps.
+A step records when the optimizer's `iterations` before it is a multiple of
+`scalars_every` (`histograms_every`), so with `scalars_every=10` the points
+sit at steps 1, 11, 21, ...
 
 Under `tf.distribute.MultiWorkerMirroredStrategy` only the chief writes
 (`tfguard.firewall.multiworker.is_chief`): every worker asks the step for the
@@ -90,7 +90,7 @@ from tfguard.summary.images import looks_like_images, unit_images
 from tfguard.summary.projector import check_embedding_source, compute_embeddings, write_projector
 from tfguard.summary.rundir import run_dir
 from tfguard.summary.runinfo import guard_event_line, learning_rate
-from tfguard.summary.signals import WeightProbe, split_signals
+from tfguard.summary.signals import split_signals
 from tfguard.summary.writers import (
     DEFAULT_FILENAME_SUFFIX,
     DEFAULT_FLUSH_MILLIS,
@@ -106,6 +106,8 @@ from tfguard.summary.writers import (
 HISTOGRAM_KINDS = ("weights", "gradients", "activations")
 DEFAULT_IMAGES = 3
 _GUARD_LOG_KEYS = ("guard_violations", "guard_skipped")
+_RATIO_TAG = tags.update_ratio("")
+_UPDATE_TAGS = (tags.weight_norm(""), _RATIO_TAG)  # what a skipped step did not change
 
 
 def _check_every(name: str, value) -> int:
@@ -264,7 +266,6 @@ class Logger(keras.callbacks.Callback):
             strict=strict,
         )
         self._inst = None
-        self._probe: WeightProbe | None = None
         self._pending: dict[int, list] = {}
         self._training = False
         self._finished = True
@@ -278,19 +279,13 @@ class Logger(keras.callbacks.Callback):
         self._config_written = False
         self._metric_tags: set[str] = set()
         self._step = 0
-        self._spe = 1
-        self._skipped_seen = 0
+        self._first_step = 1
         self._guard_offsets = (0, 0)
-        self._batch_skipped = False
-        self._batch_begin = 0
-        self._record_scalars = False
-        self._record_hists = False
         self._perf_mark: tuple[int, float] | None = None
         self._paused = 0.0
         self._test_started: float | None = None
         self._first_images = None
         self._images_written = False
-        self._signal_step: int | None = None
         self._first_lint: str | None = None
         self._lint_written = False
         self._peek_wants = (False, False)
@@ -331,7 +326,7 @@ class Logger(keras.callbacks.Callback):
     # -- wiring ----------------------------------------------------------------
     @property
     def _wants_signals(self) -> bool:
-        return self.scalars_every > 0 or bool({"gradients", "activations"} & set(self.histogram_kinds))
+        return self.scalars_every > 0 or bool(self.histogram_kinds)
 
     def set_model(self, model):
         super().set_model(model)
@@ -342,12 +337,15 @@ class Logger(keras.callbacks.Callback):
         inst = instrumentation_of(model)
         if self._wants_signals:
             inst = instrument(model)
-            hist_signals = {"gradients", "activations"} & set(self.histogram_kinds)
             inst.request(
                 scalars_every=self.scalars_every or None,
-                histograms_every=self.histograms_every if hist_signals else None,
+                histograms_every=self.histograms_every if self.histogram_kinds else None,
                 histogram_activations=True if "activations" in self.histogram_kinds else None,
+                weights=True if self.scalars_every else None,
+                histogram_weights=True if "weights" in self.histogram_kinds else None,
             )
+            if self.record_if is not None:
+                inst.histogram_filter = lambda step: self._guarded(self.record_if, step)
         self._inst = inst
 
     def _listen(self, on: bool) -> None:
@@ -374,13 +372,10 @@ class Logger(keras.callbacks.Callback):
         self._finished = False
         self._training = True
         self._pending = {}
-        self._signal_step = None
         self._perf_mark = None
         self._paused = 0.0
         self._step = self._read_step()
-        self._spe = max(1, int(getattr(model, "steps_per_execution", 1) or 1))
-        self._skipped_seen = self._inst.skipped if self._inst is not None else 0
-        self._batch_skipped = False
+        self._first_step = self._step + 1
         lifecycle.register_open(self)
         for hook in self._signal_hooks:
             hook.install()
@@ -397,9 +392,6 @@ class Logger(keras.callbacks.Callback):
         self._wrapper = lifecycle.wrap_train_function(
             model, self._on_step_error, peek=self._peek_first_batch if (want_images or want_lint) else None
         )
-        wants_probe = self.scalars_every or "weights" in self.histogram_kinds
-        if wants_probe and (self._probe is None or not self._probe.matches(model)):
-            self._probe = WeightProbe(model)  # traced once, reused by later fits
         if not self.active:
             return
         self._listen(True)
@@ -417,74 +409,12 @@ class Logger(keras.callbacks.Callback):
                 max_outputs=len(self.images),
             )
 
-    def on_train_batch_begin(self, batch, logs=None):
-        if not self._training:
-            return
-        pre = self._step
-        self._batch_begin = batch
-        self._record_scalars = _hits(pre, self._spe, self.scalars_every)
-        self._record_hists = bool(self.histogram_kinds) and _hits(pre, self._spe, self.histograms_every)
-        if self._record_hists and self.record_if is not None:
-            self._record_hists = bool(self._guarded(self.record_if, pre + 1))
-        if self._record_scalars and self._probe is not None:
-            self._probe.snapshot()
-
-    def on_train_batch_end(self, batch, logs=None):
-        if not self._training:
-            return
-        executed = max(1, batch - self._batch_begin + 1)
-        if self._inst is not None:
-            skipped = self._inst.skipped
-            executed -= skipped - self._skipped_seen
-            self._skipped_seen = skipped
-        self._batch_skipped = executed <= 0  # no update applied: the step did not move
-        self._step += max(0, executed)
-        if not (self._record_scalars or self._record_hists or self._pending or self._first_batch_pending):
-            if self._perf_mark is None:
-                self._perf_mark = (self._step, time.perf_counter())
-            return
-        self._guarded(self._batch_end, logs)
-
-    def _batch_end(self, logs):
-        if self._signal_step is not None:
-            self._step, self._signal_step = self._signal_step, None  # exact, from the step itself
-        elif self._record_scalars or self._record_hists:
-            self._step = self._read_step()
-        step = self._step
-        values = []
-        if self._first_images is not None:
-            images, self._first_images = self._first_images, None
-            if self.active:
-                self._images_written = self._writer.image(
-                    step, tags.IMAGES_INPUTS, images, max_outputs=len(images)
-                )
-        if self._first_lint is not None:
-            text, self._first_lint = self._first_lint, None
-            values.append(text_value(tags.CONFIG_LINT, text))
-            self._lint_written = True
-        if self._batch_skipped:
-            # Batch-level values at an unchanged step would land on the previous step's point.
-            self._record_scalars = self._record_hists = False
-        if self._record_scalars:
-            for key, value in _numbers(logs):
-                values.append(scalar_value(tags.batch(key), value))
-            values.extend(self._common_scalars(step))
-            if self._probe is not None:
-                values.extend(scalar_value(t, v) for t, v in self._probe.scalars().items())
-        elif self._probe is not None:
-            self._probe.discard()
-        if self._record_hists and "weights" in self.histogram_kinds and self._probe is not None:
-            values.extend(histogram_value(t, b) for t, b in self._probe.histograms().items())
-        self._record_scalars = self._record_hists = False
-        if values:
-            self._pending.setdefault(step, []).extend(values)
-        self._emit()
-
     def on_epoch_end(self, epoch, logs=None):
         if self._training:
             self._guarded(self._epoch_end, epoch, logs)
 
     def _epoch_end(self, epoch, logs):
+        self._first_batch_values()
         self._step = step = self._read_step()
         values = [scalar_value(tags.EPOCH, epoch)]
         for key, value in _numbers(logs):
@@ -513,21 +443,55 @@ class Logger(keras.callbacks.Callback):
 
     # -- signals from the instrumented step ------------------------------------------
     def _on_signals(self, step: int, signals: dict) -> None:
-        if not (self._training and (self._record_scalars or self._record_hists) and self.active):
-            return
-        if self._spe == 1:
-            self._signal_step = int(step)
-        scalars, histograms = split_signals(signals)
+        """A recording step ended (called by the instrumented step, not by Keras)."""
+        if self._training:
+            self._guarded(self._record, int(step), signals)
+
+    def _record(self, step: int, signals: dict) -> None:
+        self._first_batch_values()
+        inst = self._inst
+        applied = inst.last_applied if inst is not None else True
+        pre = step - int(applied)  # the iterations the step started from
+        self._step = step
+        record_scalars = _hits(pre, 1, self.scalars_every)
+        record_hists = bool(self.histogram_kinds) and _hits(pre, 1, self.histograms_every)
+        if record_hists and self.record_if is not None:
+            record_hists = bool(self.record_if(pre + 1))
         values = []
-        if self._record_scalars:
-            values.extend(scalar_value(tag, value) for tag, value in scalars.items())
-        if self._record_hists:
+        scalars, histograms = split_signals(signals)
+        if record_scalars:
+            for tag, value in scalars.items():
+                if tag.startswith(_UPDATE_TAGS) and not applied:
+                    continue  # the step did not move: these would land on the previous step's point
+                if tag.startswith(_RATIO_TAG) and value < 0:
+                    continue  # weights that were all zero have no ratio
+                values.append(scalar_value(tag, value))
+            if applied:
+                logs = inst.last_logs if inst is not None else None
+                values.extend(scalar_value(tags.batch(k), v) for k, v in _numbers(logs))
+                values.extend(self._common_scalars(step))
+        if record_hists:
             for tag, buckets in histograms.items():
-                kind = "gradients" if tag.startswith("hist/gradients/") else "activations"
-                if kind in self.histogram_kinds:
+                kind = tag.split("/")[1]
+                if kind in self.histogram_kinds and (applied or kind != "weights"):
                     values.append(histogram_value(tag, buckets))
         if values:
-            self._pending.setdefault(int(step), []).extend(values)
+            self._pending.setdefault(step, []).extend(values)
+        self._emit()
+
+    def _first_batch_values(self) -> None:
+        """Queues the sample images and the lint of the first batch, at the step it trained as."""
+        step = self._first_step
+        if self._first_images is not None:
+            images, self._first_images = self._first_images, None
+            if self.active:
+                self._images_written = self._writer.image(
+                    step, tags.IMAGES_INPUTS, images, max_outputs=len(images)
+                )
+        if self._first_lint is not None:
+            text, self._first_lint = self._first_lint, None
+            self._pending.setdefault(step, []).append(text_value(tags.CONFIG_LINT, text))
+            self._lint_written = True
 
     def _on_guard_event(self, event) -> None:
         if not (self._training and self.active):
@@ -545,10 +509,6 @@ class Logger(keras.callbacks.Callback):
             scalar_value(tags.GUARD_VIOLATIONS, inst.violations + violations),
             scalar_value(tags.GUARD_SKIPPED, inst.skipped + skipped),
         ]
-
-    @property
-    def _first_batch_pending(self) -> bool:
-        return self._first_images is not None or self._first_lint is not None
 
     def _peek_first_batch(self, data) -> None:
         """Keeps what the first batch shows: sample images and the static lint of the batch."""
@@ -578,6 +538,8 @@ class Logger(keras.callbacks.Callback):
         if rate is not None:
             values.append(scalar_value(tags.LEARNING_RATE, rate))
         now = time.perf_counter()
+        if self._perf_mark is None and self._inst is not None and self._inst.step_clock is not None:
+            self._perf_mark = self._inst.step_clock  # the end of this epoch's first step
         if self._perf_mark is not None:
             first, since = self._perf_mark
             elapsed = now - since - self._paused
@@ -677,6 +639,7 @@ class Logger(keras.callbacks.Callback):
         self._training = False
         try:
             if self.active:
+                self._first_batch_values()
                 self._emit()
                 if status == "success" and self.embeddings is not None and self.run_path:
                     self._write_embeddings()

@@ -1,0 +1,158 @@
+"""The instrumented step: a plain trace for most steps, a recording trace on the steps that record."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from tests.summary.conftest import tiny_cnn  # noqa: E402
+from tfguard import tags  # noqa: E402
+from tfguard.firewall import instrument  # noqa: E402
+from tfguard.firewall.step import NO_RATIO  # noqa: E402
+
+
+def _data(n=48):
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(n, 8, 8, 1)).astype("float32"), (np.arange(n) % 3).astype("int64")
+
+
+def _listen(model, **request):
+    inst = instrument(model)
+    inst.request(**request)
+    seen = []
+    inst.add_listener(lambda step, signals: seen.append((step, dict(signals))))
+    return inst, seen
+
+
+def _by_layer(model):
+    groups = {}
+    for v in model.trainable_weights:
+        parts = v.path.split("/")
+        key = "/".join(parts[1:-1]) if parts[0] == model.name else "/".join(parts[:-1])
+        groups.setdefault(key, []).append(np.array(v.numpy(), dtype=np.float64).ravel())
+    return {k: np.concatenate(parts) for k, parts in groups.items()}
+
+
+def test_signals_arrive_on_the_recording_steps_only():
+    x, y = _data()
+    model = tiny_cnn()
+    _, seen = _listen(model, scalars_every=3, histograms_every=4)
+    model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)  # 12 steps
+    # a step records when the iterations before it are a multiple: 0, 3, 4, 6, 8, 9 -> after: +1
+    assert [step for step, _ in seen] == [1, 4, 5, 7, 9, 10]
+    scalar_steps = [s for s, sig in seen if tags.GLOBAL_GRAD_NORM in sig]
+    hist_steps = [s for s, sig in seen if any(t.startswith("hist/") for t in sig)]
+    assert scalar_steps == [1, 4, 7, 10] and hist_steps == [1, 5, 9]
+
+
+def test_the_plain_step_holds_no_signal_op_and_the_recording_step_is_traced_once():
+    x, y = _data()
+    model = tiny_cnn()
+    inst, _ = _listen(model, scalars_every=5, histograms_every=5, weights=True, histogram_weights=True)
+    model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
+    plans = inst._plans
+    assert set(plans) == {False, True}
+    assert plans[False].signal_keys == [] and plans[False].hist_keys == []
+    assert tags.GLOBAL_GRAD_NORM in plans[True].signal_keys
+    assert any(k.startswith("hist/weights/") for k in plans[True].hist_keys)
+
+
+def test_weight_norm_and_update_ratio_match_numpy():
+    x, y = _data(8)
+    model = tiny_cnn()
+    _, seen = _listen(model, scalars_every=1, weights=True)
+    model.fit(x, y, batch_size=8, verbose=0)  # one step: builds the optimizer
+    before = _by_layer(model)
+    model.fit(x, y, batch_size=8, verbose=0)
+    after = _by_layer(model)
+    step, got = seen[-1]
+    assert step == 2
+    assert {t for t in got if t.startswith(("weight_norm/", "update_ratio/"))} == (
+        {tags.weight_norm(k) for k in after} | {tags.update_ratio(k) for k in after}
+    )
+    for key in after:
+        np.testing.assert_allclose(got[tags.weight_norm(key)], np.linalg.norm(after[key]), rtol=1e-5)
+        expected = np.linalg.norm(after[key] - before[key]) / np.linalg.norm(before[key])
+        np.testing.assert_allclose(got[tags.update_ratio(key)], expected, rtol=1e-4)
+        assert 0 < got[tags.update_ratio(key)] < 1
+
+
+def test_a_layer_with_all_zero_weights_has_no_ratio():
+    x = np.ones((8, 4), "float32")
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2, kernel_initializer="zeros", name="z")])
+    model.compile(optimizer="sgd", loss="mse")
+    _, seen = _listen(model, scalars_every=1, weights=True)
+    model.fit(x, np.ones((8, 2), "float32"), batch_size=8, verbose=0)
+    (_, got), = seen
+    assert got[tags.update_ratio("z")] == NO_RATIO
+    assert got[tags.weight_norm("z")] > 0  # the update moved it off zero
+
+
+def test_weight_histograms_cover_every_float_weight_after_the_update():
+    x, y = _data(8)
+    model = tiny_cnn()
+    _, seen = _listen(model, histograms_every=1, histogram_weights=True)
+    model.fit(x, y, batch_size=8, verbose=0)
+    (_, got), = seen
+    weights = {tags.hist_weights(v.path): v.numpy() for v in model.weights}
+    assert {t for t in got if t.startswith("hist/weights/")} == set(weights)
+    for tag, value in weights.items():
+        counts = got[tag]
+        assert counts.shape == (30, 3) and counts[:, 2].sum() == value.size
+        # the range is the weights' after the update (Adam moved each by about 1e-2)
+        np.testing.assert_allclose([counts[0, 0], counts[-1, 1]], [value.min(), value.max()], rtol=1e-6)
+
+
+def test_layer_keys_of_gradient_and_weight_norms_line_up():
+    x, y = _data(8)
+    model = tiny_cnn()
+    _, seen = _listen(model, scalars_every=1, weights=True)
+    model.fit(x, y, batch_size=8, verbose=0)
+    (_, got), = seen
+    grad_layers = {t[len("grad_norm/"):] for t in got if t.startswith("grad_norm/") and t != tags.GLOBAL_GRAD_NORM}
+    weight_layers = {t[len("weight_norm/"):] for t in got if t.startswith("weight_norm/")}
+    assert grad_layers == weight_layers == {"conv", "hidden", "out"}
+
+
+def test_a_histogram_filter_saying_no_runs_the_plain_step():
+    x, y = _data()
+    model = tiny_cnn()
+    inst, seen = _listen(model, histograms_every=1)
+    asked = []
+    inst.histogram_filter = lambda step: asked.append(step) or step in (2, 5)
+    model.fit(x, y, batch_size=8, shuffle=False, verbose=0)
+    assert asked == [1, 2, 3, 4, 5, 6]
+    assert [step for step, _ in seen] == [2, 5]
+
+
+def test_the_host_schedule_follows_a_moved_global_step():
+    x, y = _data()
+    model = tiny_cnn()
+    _, seen = _listen(model, scalars_every=4)
+    model.fit(x, y, batch_size=8, shuffle=False, verbose=0)  # steps 1..6: records at 1, 5
+    model.optimizer.iterations.assign(10)  # e.g. a checkpoint restored between fits
+    model.fit(x, y, batch_size=8, shuffle=False, verbose=0)  # 11..16: records at 13
+    assert [step for step, _ in seen] == [1, 5, 13]
+
+
+def test_the_recording_step_computes_gradients_once():
+    x, y = _data(8)
+    model = tiny_cnn()
+    _listen(model, scalars_every=1, histograms_every=1, weights=True, histogram_weights=True)
+    model.fit(x, y, batch_size=8, verbose=0)
+    function = tf.function(model.train_step)
+    inst = instrument(model)
+    inst.tracing_recording = True
+    try:
+        concrete = function.get_concrete_function((tf.TensorSpec((None, 8, 8, 1), tf.float32),
+                                                   tf.TensorSpec((None,), tf.int64)))
+    finally:
+        inst.tracing_recording = False
+    graph = concrete.graph.as_graph_def()
+    ops = [n.op for n in list(graph.node) + [n for f in graph.library.function for n in f.node_def]]
+    assert ops.count("Conv2DBackpropFilter") == 1
