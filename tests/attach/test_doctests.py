@@ -1,9 +1,8 @@
 """Every docstring example in tfguard.attach runs and shows what it claims."""
 
-import doctest
-import importlib
-
 import pytest
+
+from tests.examples import assert_examples_pass
 
 MODULES = [
     "tfguard.attach",
@@ -19,5 +18,4 @@ MODULES = [
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # examples that would write under runs/ write here
-    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0 and result.attempted > 0
+    assert_examples_pass(name)

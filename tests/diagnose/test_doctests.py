@@ -1,9 +1,8 @@
 """Every docstring example in tfguard.diagnose runs and shows what it claims."""
 
-import doctest
-import importlib
-
 import pytest
+
+from tests.examples import assert_examples_pass
 
 MODULES = [
     "tfguard.diagnose",
@@ -33,7 +32,4 @@ MODULES = [
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
-    module = importlib.import_module(name)
-    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0, f"{name} has no example"
-    assert result.failed == 0
+    assert_examples_pass(name)

@@ -156,3 +156,16 @@ def test_the_recording_step_computes_gradients_once():
     graph = concrete.graph.as_graph_def()
     ops = [n.op for n in list(graph.node) + [n for f in graph.library.function for n in f.node_def]]
     assert ops.count("Conv2DBackpropFilter") == 1
+
+
+def test_activation_histograms_look_at_the_leading_examples_only():
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((64, 64, 1)), keras.layers.Conv2D(16, 3, activation="relu", name="big"),
+                              keras.layers.GlobalAveragePooling2D(name="pool"), keras.layers.Dense(2, name="out")])
+    model.compile(optimizer="sgd", loss="mse")
+    _, seen = _listen(model, histograms_every=1)
+    model.fit(np.ones((4, 64, 64, 1), "float32"), np.zeros((4, 2), "float32"), batch_size=4, verbose=0)
+    (_, got), = seen
+    per_example = 62 * 62 * 16  # 61,504 values: one example fits under the 2**16 sample
+    assert got[tags.hist_activations("big")][:, 2].sum() == per_example
+    assert got[tags.hist_activations("pool")][:, 2].sum() == 4 * 16  # small layers: the whole batch

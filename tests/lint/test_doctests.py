@@ -1,9 +1,8 @@
 """Every docstring example in tfguard.lint runs and shows what it claims."""
 
-import doctest
-import importlib
-
 import pytest
+
+from tests.examples import assert_examples_pass
 
 MODULES = [
     "tfguard.lint",
@@ -24,5 +23,4 @@ MODULES = [
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
-    result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
-    assert result.failed == 0
+    assert_examples_pass(name)

@@ -441,7 +441,7 @@ def _signal_fns(model, inst, x, y, variables, grads, sq_norms, records, before=N
             )
         if inst.histograms_every > 0 and inst.histogram_activations:
             hists[tags.hist_activations(layer.name)] = lambda t=outs[0]: stats.buckets(
-                t, HIST_BUCKETS, xla=bool(model.jit_compile)
+                stats.leading_examples(t), HIST_BUCKETS, xla=bool(model.jit_compile)
             )
     if inst.histograms_every > 0:
         for index in present:
