@@ -169,3 +169,18 @@ def test_activation_histograms_look_at_the_leading_examples_only():
     per_example = 62 * 62 * 16  # 61,504 values: one example fits under the 2**16 sample
     assert got[tags.hist_activations("big")][:, 2].sum() == per_example
     assert got[tags.hist_activations("pool")][:, 2].sum() == 4 * 16  # small layers: the whole batch
+
+
+def test_the_recording_step_compiles_under_xla():
+    x, y = _data()
+    keras.utils.set_random_seed(0)
+    model = tiny_cnn()
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", jit_compile=True)
+    _, seen = _listen(model, scalars_every=2, histograms_every=3, weights=True, histogram_weights=True)
+    model.fit(x, y, batch_size=8, shuffle=False, verbose=0)
+    assert model.jit_compile is True
+    assert [step for step, _ in seen] == [1, 3, 4, 5]
+    _, first = seen[0]
+    assert np.isfinite(first[tags.GLOBAL_GRAD_NORM]) and first[tags.GLOBAL_GRAD_NORM] > 0
+    counts = first[tags.hist_activations("conv")]
+    assert counts[:, 2].sum() == 8 * 6 * 6 * 4  # segment-sum buckets under XLA, whole (small) batch

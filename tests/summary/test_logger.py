@@ -110,9 +110,15 @@ def test_several_fits_continue_the_same_run(tmp_path, images):
 
 
 def _step_graph_ops(model, x, y):
+    """The op types of the model's recording step (the trace that computes the signals)."""
+    inst = instrumentation_of(model)
     function = tf.function(model.train_step)
-    concrete = function.get_concrete_function((tf.TensorSpec((None, *x.shape[1:]), tf.float32),
-                                               tf.TensorSpec((None,), tf.int64)))
+    inst.tracing_recording = True
+    try:
+        concrete = function.get_concrete_function((tf.TensorSpec((None, *x.shape[1:]), tf.float32),
+                                                   tf.TensorSpec((None,), tf.int64)))
+    finally:
+        inst.tracing_recording = False
     graph = concrete.graph.as_graph_def()
     nodes = list(graph.node) + [n for f in graph.library.function for n in f.node_def]
     return [n.op for n in nodes]
