@@ -90,22 +90,22 @@ def train_observed(
     logdir = root / "logs"
     quarantine = root / "quarantine"
     wrapped = {}
-    logger = Logger(
-        str(logdir),
-        hparams=config.hparams(),
-        embeddings=_embeddings(config, wrapped),
-    )
+    logger = Logger(str(logdir), hparams=config.hparams())
     live = LiveDiagnosis(hparams=config.hparams())
 
     def wrap(model):
         wrapped["model"] = model
         return guard(model, policy=policy, forward=forward, quarantine_dir=str(quarantine))
 
+    def pick_samples(data):
+        logger.embeddings = _embeddings(data, wrapped)
+
     result = train(
         config,
         callbacks=[logger, live, *extra_callbacks],
         progress=progress,
         wrap_model=wrap,
+        on_data=pick_samples,
     )
     run_dir = logger.run_path
     if progress:
@@ -131,18 +131,21 @@ def train_observed(
     )
 
 
-def _embeddings(config, wrapped: dict, samples: int = 500):
+def _embeddings(data, wrapped: dict, samples: int = 500):
     """The projector's input: the penultimate layer's output for held-out samples.
+
+    Args:
+        data: the loaded data (`tfguard.pipeline.data.LoadedData`) training uses.
+        wrapped: holds the model under `"model"` once training built it.
+        samples: how many test examples. Defaults to `500`.
 
     Returns `(callable, raw samples, labels)` for `Logger(embeddings=...)`;
     the callable runs when training ends, on the trained model.
     """
     import keras
 
-    from tfguard.pipeline.data import load_data
     from tfguard.pipeline.input import preprocess
 
-    data = load_data(config.data, limit=config.max_samples, seed=config.seed)
     x, y = data.x_test[:samples], data.y_test[:samples]
     names = list(getattr(data.info, "class_names", None) or [])
 

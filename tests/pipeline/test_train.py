@@ -92,7 +92,7 @@ class Recorder(keras.callbacks.Callback):
 
 
 def test_train_writes_a_run_and_uses_the_seams(tmp_path):
-    recorder, lines, wrapped = Recorder(), [], []
+    recorder, lines, wrapped, loaded = Recorder(), [], [], []
 
     def wrap(model):
         wrapped.append((model.compiled, type(model.optimizer).__name__))
@@ -103,8 +103,11 @@ def test_train_writes_a_run_and_uses_the_seams(tmp_path):
         callbacks=[recorder],
         progress=lines.append,
         wrap_model=wrap,
+        on_data=loaded.append,
     )
     assert wrapped == [(True, "Adam")]
+    (data,) = loaded  # the data training used, handed over once
+    assert data.info.name == "digits" and len(data.x_train) == len(data.x_test) == 200
     assert recorder.epochs == [0, 1] and result.epochs == [0, 1] and result.initial_epoch == 0
     assert set(result.history) >= {"loss", "accuracy", "val_loss", "val_accuracy", "learning_rate"}
     assert np.isfinite(result.test_metrics["loss"]) and 0 <= result.test_metrics["accuracy"] <= 1

@@ -6,10 +6,17 @@ checkpoint, where, counts, message, structure of the batch, versions) and,
 when Keras can save the model, `model.keras`. Everything loads with
 `allow_pickle=False` and Keras `safe_mode=True`.
 
-Example:
+Example (the guard saves a batch holding a NaN; it loads back as it was):
 
->>> # path = save_quarantine("runs/q", model, (x, y), event)
->>> # q = load_quarantine(path); q.x.shape, q.meta["step"]
+>>> import keras, numpy as np, tempfile, tfguard
+>>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+>>> model.compile(optimizer="sgd", loss="mse")
+>>> model = tfguard.guard(model, policy="skip", quarantine_dir=tempfile.mkdtemp())
+>>> x = np.ones((4, 3), "float32"); x[2, 1] = np.nan
+>>> _ = model.fit(x, np.ones((4, 1)), batch_size=4, verbose=0)
+>>> q = load_quarantine(tfguard.guard_events(model)[0].quarantine)
+>>> q.x.shape, int(np.isnan(q.x).sum()), q.meta["step"], q.meta["checkpoint"]
+((4, 3), 1, 0, 'data')
 """
 
 from __future__ import annotations

@@ -12,10 +12,20 @@ gradients, and reports:
 
 The model's weights are restored afterwards, so a replay never changes it.
 
-Example:
+Example (a layer takes the log of a negative input: caught, saved, replayed):
 
->>> # report = tfguard.replay("tfguard-quarantine/model/step-00000042")
->>> # print(report.summary())
+>>> import keras, numpy as np, tempfile, warnings, tfguard
+>>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(2, name="dense"),
+...                           keras.layers.Lambda(keras.ops.log, name="log")])
+>>> model.compile(optimizer="sgd", loss="mse")
+>>> model = tfguard.guard(model, policy="skip", quarantine_dir=tempfile.mkdtemp())
+>>> x = -np.abs(np.random.default_rng(0).normal(size=(4, 2))).astype("float32")
+>>> model.layers[0].set_weights([np.eye(2, dtype="float32"), np.zeros(2, "float32")])
+>>> _ = model.fit(x, np.zeros((4, 2)), batch_size=4, verbose=0)
+>>> path = tfguard.guard_events(model)[0].quarantine
+>>> report = replay(path, model=model)  # a Lambda layer: pass the model (safe_mode cannot load it)
+>>> report.first_layer, report.op_type
+('log', 'Log')
 """
 
 from __future__ import annotations

@@ -350,6 +350,7 @@ def train(
     callbacks: Iterable[keras.callbacks.Callback] = (),
     progress: Callable[[str], None] | None = None,
     wrap_model: Callable[[keras.Model], keras.Model] | None = None,
+    on_data: Callable[[LoadedData], None] | None = None,
 ) -> TrainResult:
     """Trains a reference model, resuming an interrupted run with the same config.
 
@@ -366,6 +367,9 @@ def train(
             loaded, each epoch, resumption), or `None`. Defaults to `None`.
         wrap_model: called with the compiled model; returns the model to fit
             (e.g. a guarded one), or `None`. Defaults to `None`.
+        on_data: called once with the loaded data, before training (e.g.
+            to pick projector samples without loading it again). Defaults
+            to `None`.
 
     Returns:
         A `TrainResult`.
@@ -380,6 +384,8 @@ def train(
     keras.utils.set_random_seed(config.seed)
     say = progress or (lambda line: None)
     data = load_data(config.data, limit=config.max_samples, seed=config.seed)
+    if on_data is not None:
+        on_data(data)
     info = data.info
     say(
         f"data {info.name}: {len(data.x_train)} train, {len(data.x_test)} test, "
