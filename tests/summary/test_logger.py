@@ -88,11 +88,16 @@ def test_learning_rate_schedule_is_logged_at_each_step(tmp_path, images):
 
 def test_record_if_and_histogram_kinds(tmp_path, images):
     x, y = images
+    asked = []
     logger = Logger(tmp_path, scalars_every=0, histograms_every=1, histograms=["gradients"],
-                    record_if=lambda step: step in (2, 5))
-    _fit(tiny_cnn(), x, y, logger)
+                    record_if=lambda step: asked.append(step) or step in (2, 5))
+    model = tiny_cnn()
+    _fit(model, x, y, logger)
     run = read_run(logger.run_path)
     assert steps(run["hist/gradients/tiny/conv/kernel"]) == [2, 5]
+    # asked once before each step: where it says no, the step runs without histograms
+    assert asked == [1, 2, 3, 4, 5, 6]
+    assert instrumentation_of(model).histogram_filter is None  # the logger's schedule left with it
     assert not any(t.startswith(("hist/weights/", "hist/activations/", "grad_norm/")) for t in run)
 
 

@@ -189,8 +189,10 @@ class Logger(keras.callbacks.Callback):
             `callable(samples)`) for `samples`, labelled by `labels` (may be
             `None`, or the tuple may have two items). Defaults to `None`.
         record_if: `record_if(step) -> bool`, consulted on each histogram
-            step: histograms are written only where it holds (use
-            `histograms_every=1` for a free-form schedule). Defaults to `None`.
+            step: histograms are computed and written only where it holds
+            (use `histograms_every=1` for a free-form schedule). It must
+            answer alike on every worker of a multi-worker run (the workers
+            must run the same step). Defaults to `None`.
         hparam_domains: name -> an `hp` Domain or list of values, overriding
             the domains inferred for the HParams tab (pass the whole search
             space of a sweep). Defaults to `None`.
@@ -280,6 +282,7 @@ class Logger(keras.callbacks.Callback):
         self._metric_tags: set[str] = set()
         self._step = 0
         self._first_step = 1
+        self._record_if_answer: tuple[int, bool] | None = None
         self._guard_offsets = (0, 0)
         self._perf_mark: tuple[int, float] | None = None
         self._paused = 0.0
@@ -344,8 +347,6 @@ class Logger(keras.callbacks.Callback):
                 weights=True if self.scalars_every else None,
                 histogram_weights=True if "weights" in self.histogram_kinds else None,
             )
-            if self.record_if is not None:
-                inst.histogram_filter = lambda step: self._guarded(self.record_if, step)
         self._inst = inst
 
     def _listen(self, on: bool) -> None:
@@ -359,6 +360,25 @@ class Logger(keras.callbacks.Callback):
             inst.remove_listener(self._on_signals)
             inst.remove_event_listener(self._on_guard_event)
 
+    def _filter_histograms(self, on: bool) -> None:
+        """Lets `record_if` decide which histogram steps run the recording step at all.
+
+        Every worker sets it (not only the chief): the workers must run the same step.
+        """
+        inst = self._inst
+        if inst is None or self.record_if is None:
+            return
+        if on:
+            inst.histogram_filter = self._histogram_filter
+        elif inst.histogram_filter == self._histogram_filter:
+            inst.histogram_filter = None
+
+    def _histogram_filter(self, step: int) -> bool:
+        """`record_if(step)`, asked once per histogram step (the answer is kept for the write)."""
+        if self._record_if_answer is None or self._record_if_answer[0] != step:
+            self._record_if_answer = (step, bool(self._guarded(self.record_if, step)))
+        return self._record_if_answer[1]
+
     # -- the run -----------------------------------------------------------------
     def on_train_begin(self, logs=None):
         self._guarded(self._train_begin)
@@ -367,6 +387,7 @@ class Logger(keras.callbacks.Callback):
         from tfguard.firewall.multiworker import is_chief
 
         model = self.model
+        self._filter_histograms(True)
         if not is_chief(getattr(model, "distribute_strategy", None)):
             return  # only the chief writes; the step still computes the requested signals
         self._finished = False
@@ -438,6 +459,7 @@ class Logger(keras.callbacks.Callback):
             self._test_started = None
 
     def on_train_end(self, logs=None):
+        self._filter_histograms(False)
         if self._training:
             self._finish("success")
 
@@ -456,7 +478,7 @@ class Logger(keras.callbacks.Callback):
         record_scalars = _hits(pre, 1, self.scalars_every)
         record_hists = bool(self.histogram_kinds) and _hits(pre, 1, self.histograms_every)
         if record_hists and self.record_if is not None:
-            record_hists = bool(self.record_if(pre + 1))
+            record_hists = self._histogram_filter(pre + 1)
         values = []
         scalars, histograms = split_signals(signals)
         if record_scalars:
@@ -652,6 +674,7 @@ class Logger(keras.callbacks.Callback):
                 raise
         finally:
             self._listen(False)
+            self._filter_histograms(False)
             for hook in self._signal_hooks:
                 hook.restore()
             lifecycle.unwrap_train_function(self.model, self._wrapper)
