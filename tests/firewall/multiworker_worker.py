@@ -104,8 +104,10 @@ def main(settings: dict) -> int:
     logger = tfguard.summary.Logger(
         multiworker.worker_dir(settings["logdir"], strategy),
         run_subdir=False,
-        scalars_every=1,
-        histograms_every=0,
+        scalars_every=settings.get("scalars_every", 1),
+        histograms_every=settings.get("histograms_every", 0),
+        # deterministic, alike on every worker: the workers must run the same trace of the step
+        record_if=(lambda step: step % 2 == 1) if settings.get("histograms_every") else None,
         flush_millis=500,
     )
     backup = keras.callbacks.BackupAndRestore(multiworker.worker_dir(settings["backup"], strategy))

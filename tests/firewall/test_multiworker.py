@@ -244,7 +244,9 @@ def test_lost_workers_lets_other_errors_through(monkeypatch):
 
 @pytest.fixture(scope="module")
 def nan_cluster(tmp_path_factory):
-    return _run_cluster(tmp_path_factory.mktemp("nan_cluster"), epochs=2)
+    # Scalars every 2 steps, histograms every 3 where the step is odd: most steps run the
+    # plain trace, the others the recording trace, and every worker must pick the same.
+    return _run_cluster(tmp_path_factory.mktemp("nan_cluster"), epochs=2, scalars_every=2, histograms_every=3)
 
 
 def _ended(run, codes: list) -> dict:
@@ -320,9 +322,14 @@ def test_the_chief_logs_the_run(nan_cluster):
     chief, _ = _both(nan_cluster)
     logdir = nan_cluster["root"] / "logs" / "worker-0"
     assert chief["run_path"] == str(logdir)
-    run = read_logdir(logdir)["."]
+    run = read_logdir(logdir, kinds=("scalars", "histograms"))["."]
     steps = run.scalars["grad_norm/global"][0].tolist()
-    assert steps == sorted(set(steps)) and steps[-1] == chief["iterations"]
+    # a record where the step started from a multiple of 2 (a skipped step stays where it was)
+    assert steps and steps == sorted(steps) and all(s % 2 in (0, 1) for s in steps)
+    assert set(run.scalars["batch/loss"][0].tolist()) <= set(steps)
+    (tag,) = [t for t in run.histograms if t.startswith("hist/gradients/") and t.endswith("hidden/kernel")]
+    hist_steps = sorted({point.step for point in run.histograms[tag]})
+    assert hist_steps and all(s % 2 == 1 and (s - 1) % 3 == 0 for s in hist_steps)
     assert run.scalars["guard/skipped"][2][-1] == 2
 
 

@@ -340,3 +340,26 @@ def test_a_resumed_run_continues_in_place(tmp_path, images):
     )
     accumulator.Reload()
     assert [e.step for e in accumulator.Tensors("batch/loss")] == list(range(1, 9))
+
+
+@pytest.mark.parametrize("kwargs", [{"scalars_every": 0, "histograms": False},
+                                    {"scalars_every": 0, "histograms": ["gradients"]},
+                                    {"scalars_every": 2, "histograms": False}])
+def test_steps_per_second_at_every_epoch_end(tmp_path, images, kwargs):
+    x, y = images
+    logger = Logger(tmp_path, **kwargs)
+    _fit(tiny_cnn(), x, y, logger, epochs=2, validation_data=(x[:16], y[:16]))
+    run = read_run(logger.run_path)
+    points = {p.step: p.value for p in run[tags.STEPS_PER_SECOND]}
+    assert {6, 12} <= set(points) and all(v > 0 for v in points.values())
+
+
+def test_only_the_histogram_kinds_asked_for_are_computed(tmp_path, images):
+    x, y = images
+    model = tiny_cnn()
+    logger = Logger(tmp_path, scalars_every=0, histograms_every=2, histograms=["weights"])
+    _fit(model, x, y, logger)
+    plan = instrumentation_of(model)._plans[True]
+    assert plan.hist_keys and all(key.startswith("hist/weights/") for key in plan.hist_keys)
+    run = read_run(logger.run_path)
+    assert steps(run["hist/weights/tiny/conv/kernel"]) == [1, 3, 5]

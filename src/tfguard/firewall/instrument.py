@@ -32,7 +32,6 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import time
 import warnings
 import weakref
 from collections.abc import Callable
@@ -105,15 +104,16 @@ class Instrumentation:
         self.histograms_every = 0
         self.histogram_activations = True
         self.histogram_weights = False
+        self.histogram_gradients = True
         self.weight_signals = False
         self.histogram_filter: Callable[[int], bool] | None = None
         self.tracing_recording = False  # set around each call: which trace the step builds
         self.plan: step_module.Plan | None = None
         self._plans: dict[bool, step_module.Plan] = {}
         self._host_step: int | None = None  # the optimizer's iterations before the next step
+        self._pre_step: int | None = None  # ... before the step that just ran (recording steps)
         self.last_logs: dict | None = None
         self.last_applied = True
-        self.step_clock: tuple[int, float] | None = None
         self.listeners: list[Callable[[int, dict], None]] = []
         self.event_listeners: list[Callable[[GuardEvent], None]] = []
         self.events: list[GuardEvent] = []
@@ -131,7 +131,7 @@ class Instrumentation:
     # -- configuration ---------------------------------------------------------
     def request(self, scalars_every: int | None = None, histograms_every: int | None = None,
                 histogram_activations: bool | None = None, weights: bool | None = None,
-                histogram_weights: bool | None = None) -> None:
+                histogram_weights: bool | None = None, histogram_gradients: bool | None = None) -> None:
         """Asks the step to compute signals every N steps (0 = never); keeps the larger demand.
 
         Args:
@@ -141,13 +141,15 @@ class Instrumentation:
             histogram_activations: include activation histograms.
             weights: include `weight_norm/<layer>` and `update_ratio/<layer>`.
             histogram_weights: include `hist/weights/<variable>`.
+            histogram_gradients: include `hist/gradients/<variable>` (on by default).
 
         Example:
 
         >>> # instrument(model).request(scalars_every=10, histograms_every=100)
         """
         changed = False
-        for name, value in (("weight_signals", weights), ("histogram_weights", histogram_weights)):
+        for name, value in (("weight_signals", weights), ("histogram_weights", histogram_weights),
+                            ("histogram_gradients", histogram_gradients)):
             if value is not None and bool(value) != getattr(self, name):
                 setattr(self, name, bool(value))
                 changed = True
@@ -214,7 +216,6 @@ class Instrumentation:
             self.epoch_skipped = 0
             self.epoch_steps = 0
             self._host_step = None  # read again at the epoch's first step (a restore may move it)
-            self.step_clock = None
 
         from tfguard.firewall.multiworker import enable_multi_worker
 
@@ -322,7 +323,7 @@ class Instrumentation:
         """Whether the next step records signals (by the host's count of the global step)."""
         if self._host_step is None:
             self._host_step = self._step()
-        pre = self._host_step
+        pre = self._pre_step = self._host_step
         if self.scalars_every > 0 and pre % self.scalars_every == 0:
             return True
         if self.histograms_every > 0 and pre % self.histograms_every == 0:
@@ -335,18 +336,14 @@ class Instrumentation:
         failures = np.asarray(extra["failures"]) if "failures" in extra else None
         if failures is not None and failures.any():
             applied = float(extra["applied"]) > 0
-        if "step" in extra:  # a recording step: the exact global step, from the graph
-            self._host_step = int(extra["step"]) + int(applied)
-        elif self._host_step is not None:
-            self._host_step += int(applied)
+        if "iterations" in extra:  # the global step after the update, from the graph
+            self._host_step = int(extra["iterations"])
         if failures is not None:
             if failures.any():
                 step = self._host_step if self._host_step is not None else self._step()
                 self._on_violation(data, extra, failures, step)
             else:
                 self.consecutive_skips = 0
-        if self.step_clock is None and self._host_step is not None:
-            self.step_clock = (self._host_step, time.perf_counter())
         if self.listeners and ("signals" in extra or "histograms" in extra):
             signals: dict = {}
             if "signals" in extra and float(extra["record_scalars"]) > 0:
@@ -355,8 +352,10 @@ class Instrumentation:
             if "histograms" in extra and float(extra["record_histograms"]) > 0:
                 stacked = np.asarray(extra["histograms"], np.float64)
                 signals.update(zip(self.plan.hist_keys, stacked))
+            moved = not self._step_stalled(applied)
+            signals = _meaningful(signals, moved)
             if signals:
-                self.last_logs, self.last_applied = logs, applied
+                self.last_logs, self.last_applied = logs, moved
                 for listener in list(self.listeners):
                     listener(self._host_step, signals)
                 self.last_logs = None
@@ -368,6 +367,13 @@ class Instrumentation:
             logs["guard_violations"] = float(self.epoch_violations)
             logs["guard_skipped"] = float(self.epoch_skipped)
         return logs
+
+    def _step_stalled(self, applied: bool) -> bool:
+        """Whether the step changed no weight (the guard skipped it, or a loss-scale overflow)."""
+        if not applied:
+            return True
+        previous = self._pre_step
+        return previous is not None and self._host_step is not None and self._host_step == previous
 
     def _step(self) -> int:
         """The global step: the optimizer's iterations (read only when needed)."""
@@ -463,6 +469,25 @@ class Instrumentation:
             values = {k: np.asarray(v) for k, v in result.tensors().items()}
         counts = {k: v.item() for k, v in values.items() if np.ndim(v) == 0 and k != "ok"}
         return counts, f"failed check '{slot.check}': {result.describe(values)}"
+
+
+_UNMOVED = ("weight_norm/", "update_ratio/", "hist/weights/")  # what an unapplied update did not change
+
+
+def _meaningful(signals: dict, moved: bool) -> dict:
+    """Drops what a listener must not read as measured.
+
+    An update that was not applied leaves the weights where they were: its
+    weight norms, update ratios and weight histograms would repeat the
+    previous step's at an unchanged global step. An update ratio of a layer
+    whose weights were all zero is undefined (`step.NO_RATIO`).
+    """
+    return {
+        tag: value
+        for tag, value in signals.items()
+        if (moved or not tag.startswith(_UNMOVED))
+        and not (tag.startswith("update_ratio/") and value == step_module.NO_RATIO)
+    }
 
 
 def _merge_every(current: int, requested: int) -> int:

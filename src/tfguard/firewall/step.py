@@ -211,16 +211,17 @@ def make_step(model: keras.Model, inst) -> callable:
 
         variables = model.trainable_weights
         grads = tape.gradient(scaled, variables)
+        signal_grads = _unscaled(optimizer, grads) if want_signals else grads
         guard_grads = config is not None and not isinstance(
             optimizer, keras.optimizers.LossScaleOptimizer
         )
         sq_norms = []
-        for variable, grad in zip(variables, grads):
+        for variable, grad, signal_grad in zip(variables, grads, signal_grads):
             if grad is None:
                 continue
             grad = tf.convert_to_tensor(grad)
             if want_signals:
-                sq_norms.append(tf.reduce_sum(tf.square(tf.cast(grad, tf.float32))))
+                sq_norms.append(tf.reduce_sum(tf.square(tf.cast(signal_grad, tf.float32))))
             if guard_grads:
                 add_finite("gradients", f"gradient of '{variable.path}'", grad)
         # The weights before the update (a reference: the update copies on write).
@@ -286,14 +287,17 @@ def make_step(model: keras.Model, inst) -> callable:
         else:
             update_metrics()
 
+        # The global step after the update (read after it: TensorFlow orders the read
+        # after the write). The host keeps its schedule on it; an update a
+        # LossScaleOptimizer dropped, or the guard skipped, did not move it.
+        outputs["iterations"] = tf.identity(optimizer.iterations)
         signal_keys: list[str] = []
         hist_keys: list[str] = []
         if want_signals:
-            signals, hists = _signal_fns(model, inst, x, y, variables, grads, sq_norms, records, before)
+            signals, hists = _signal_fns(model, inst, x, y, variables, signal_grads, sq_norms, records, before)
             signal_keys, hist_keys = list(signals), list(hists)
             record_scalars = _every(step, inst.scalars_every)
             record_hists = _every(step, inst.histograms_every)
-            outputs["step"] = step  # the iterations before this step: the host's schedule re-syncs on it
             outputs["record_scalars"] = tf.cast(record_scalars, tf.float32)
             outputs["record_histograms"] = tf.cast(record_hists, tf.float32)
             # One stacked tensor each (keys in the plan): few outputs, cheap steps.
@@ -342,6 +346,20 @@ class _nothing:
 
     def __exit__(self, *exc):
         return False
+
+
+def _unscaled(optimizer, grads) -> list:
+    """The gradients as the signals report them: divided by a LossScaleOptimizer's scale.
+
+    The tape differentiates the scaled loss; `grad_norm/*` and the gradient
+    histograms describe the true gradients (the optimizer unscales them too).
+    """
+    if not isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
+        return grads
+    scale = optimizer.dynamic_scale if optimizer.built else optimizer.initial_scale
+    scale = tf.identity(tf.convert_to_tensor(scale))  # the scale of this step's loss, before the update
+    return [None if g is None else tf.convert_to_tensor(g) / tf.cast(scale, tf.convert_to_tensor(g).dtype)
+            for g in grads]
 
 
 def _is_float(variable) -> bool:
@@ -443,7 +461,7 @@ def _signal_fns(model, inst, x, y, variables, grads, sq_norms, records, before=N
             hists[tags.hist_activations(layer.name)] = lambda t=outs[0]: stats.buckets(
                 stats.leading_examples(t), HIST_BUCKETS, xla=bool(model.jit_compile)
             )
-    if inst.histograms_every > 0:
+    if inst.histograms_every > 0 and inst.histogram_gradients:
         for index in present:
             grad = tf.convert_to_tensor(grads[index])
             hists[tags.hist_gradients(variables[index].path)] = lambda g=grad: stats.buckets(

@@ -124,7 +124,10 @@ class SignalHook:
                 signal.signal(self.signum, original if original is not None else signal.SIG_DFL)
 
 
-def wrap_train_function(model, on_error: Callable[[BaseException], None], peek=None):
+WARM_CALLS = 2  # the recording trace compiles at the first step, the plain one at the second
+
+
+def wrap_train_function(model, on_error: Callable[[BaseException], None], peek=None, on_warm=None):
     """Replaces `model.train_function` with one that reports exceptions (and peeks data).
 
     Args:
@@ -135,6 +138,10 @@ def wrap_train_function(model, on_error: Callable[[BaseException], None], peek=N
         peek: called once with the first element of the first step (pulled
             on the host; that one call of Keras's train function iterates in
             Python, the later ones are untouched). Defaults to `None`.
+        on_warm: called after each of the first `WARM_CALLS` calls that
+            returned: the last call is the first after which every trace of
+            the step (an instrumented model has two) is usually compiled, a
+            start for measuring speed. Defaults to `None`.
 
     Returns:
         The wrapper (pass it to `unwrap_train_function`), or `None` if the
@@ -145,7 +152,7 @@ def wrap_train_function(model, on_error: Callable[[BaseException], None], peek=N
         return None
     while getattr(inner, INNER, None) is not None:  # a wrapper left by an earlier fit
         inner = getattr(inner, INNER)
-    state = {"peek": peek}
+    state = {"peek": peek, "calls": 0}
 
     def train_function(iterator):
         try:
@@ -155,7 +162,11 @@ def wrap_train_function(model, on_error: Callable[[BaseException], None], peek=N
                 with contextlib.suppress(Exception):  # a picture is never worth a training step
                     peek(first)
                 iterator = _Prepend(first, iterator)
-            return inner(iterator)
+            outputs = inner(iterator)
+            if on_warm is not None and state["calls"] < WARM_CALLS:
+                state["calls"] += 1
+                on_warm()
+            return outputs
         except (StopIteration, tf.errors.OutOfRangeError):
             raise
         except BaseException as error:

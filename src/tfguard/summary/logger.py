@@ -106,8 +106,6 @@ from tfguard.summary.writers import (
 HISTOGRAM_KINDS = ("weights", "gradients", "activations")
 DEFAULT_IMAGES = 3
 _GUARD_LOG_KEYS = ("guard_violations", "guard_skipped")
-_RATIO_TAG = tags.update_ratio("")
-_UPDATE_TAGS = (tags.weight_norm(""), _RATIO_TAG)  # what a skipped step did not change
 
 
 def _check_every(name: str, value) -> int:
@@ -189,10 +187,11 @@ class Logger(keras.callbacks.Callback):
             `callable(samples)`) for `samples`, labelled by `labels` (may be
             `None`, or the tuple may have two items). Defaults to `None`.
         record_if: `record_if(step) -> bool`, consulted on each histogram
-            step: histograms are computed and written only where it holds
-            (use `histograms_every=1` for a free-form schedule). It must
-            answer alike on every worker of a multi-worker run (the workers
-            must run the same step). Defaults to `None`.
+            step: histograms are written only where it holds, and a step
+            that records nothing else then runs without computing them (use
+            `histograms_every=1` for a free-form schedule). It must answer
+            alike on every worker of a multi-worker run (the workers must
+            run the same step). Defaults to `None`.
         hparam_domains: name -> an `hp` Domain or list of values, overriding
             the domains inferred for the HParams tab (pass the whole search
             space of a sweep). Defaults to `None`.
@@ -340,12 +339,14 @@ class Logger(keras.callbacks.Callback):
         inst = instrumentation_of(model)
         if self._wants_signals:
             inst = instrument(model)
+            kinds = self.histogram_kinds
             inst.request(
                 scalars_every=self.scalars_every or None,
-                histograms_every=self.histograms_every if self.histogram_kinds else None,
-                histogram_activations=True if "activations" in self.histogram_kinds else None,
+                histograms_every=self.histograms_every if kinds else None,
+                histogram_activations="activations" in kinds,
+                histogram_gradients="gradients" in kinds,
+                histogram_weights="weights" in kinds,
                 weights=True if self.scalars_every else None,
-                histogram_weights=True if "weights" in self.histogram_kinds else None,
             )
         self._inst = inst
 
@@ -411,7 +412,8 @@ class Logger(keras.callbacks.Callback):
         want_lint = not self._lint_written and pulls_on_host
         self._peek_wants = (want_images, want_lint)
         self._wrapper = lifecycle.wrap_train_function(
-            model, self._on_step_error, peek=self._peek_first_batch if (want_images or want_lint) else None
+            model, self._on_step_error, peek=self._peek_first_batch if (want_images or want_lint) else None,
+            on_warm=self._mark_speed,
         )
         if not self.active:
             return
@@ -472,8 +474,8 @@ class Logger(keras.callbacks.Callback):
     def _record(self, step: int, signals: dict) -> None:
         self._first_batch_values()
         inst = self._inst
-        applied = inst.last_applied if inst is not None else True
-        pre = step - int(applied)  # the iterations the step started from
+        moved = inst.last_applied if inst is not None else True  # False: no update was applied
+        pre = step - int(moved)  # the iterations the step started from
         self._step = step
         record_scalars = _hits(pre, 1, self.scalars_every)
         record_hists = bool(self.histogram_kinds) and _hits(pre, 1, self.histograms_every)
@@ -482,20 +484,15 @@ class Logger(keras.callbacks.Callback):
         values = []
         scalars, histograms = split_signals(signals)
         if record_scalars:
-            for tag, value in scalars.items():
-                if tag.startswith(_UPDATE_TAGS) and not applied:
-                    continue  # the step did not move: these would land on the previous step's point
-                if tag.startswith(_RATIO_TAG) and value < 0:
-                    continue  # weights that were all zero have no ratio
-                values.append(scalar_value(tag, value))
-            if applied:
+            values.extend(scalar_value(tag, value) for tag, value in scalars.items())
+            if moved:  # batch values at an unchanged step would land on the previous step's point
                 logs = inst.last_logs if inst is not None else None
                 values.extend(scalar_value(tags.batch(k), v) for k, v in _numbers(logs))
                 values.extend(self._common_scalars(step))
         if record_hists:
             for tag, buckets in histograms.items():
                 kind = tag.split("/")[1]
-                if kind in self.histogram_kinds and (applied or kind != "weights"):
+                if kind in self.histogram_kinds:
                     values.append(histogram_value(tag, buckets))
         if values:
             self._pending.setdefault(step, []).extend(values)
@@ -554,14 +551,17 @@ class Logger(keras.callbacks.Callback):
             return 0
         return int(keras.ops.convert_to_numpy(optimizer.iterations))
 
+    def _mark_speed(self) -> None:
+        """Steps per second count from here: after the fit's first steps (their traces compiled)."""
+        self._perf_mark = (self._read_step(), time.perf_counter())
+        self._paused = 0.0
+
     def _common_scalars(self, step: int) -> list:
         values = []
         rate = learning_rate(getattr(self.model, "optimizer", None))
         if rate is not None:
             values.append(scalar_value(tags.LEARNING_RATE, rate))
         now = time.perf_counter()
-        if self._perf_mark is None and self._inst is not None and self._inst.step_clock is not None:
-            self._perf_mark = self._inst.step_clock  # the end of this epoch's first step
         if self._perf_mark is not None:
             first, since = self._perf_mark
             elapsed = now - since - self._paused
