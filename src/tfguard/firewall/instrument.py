@@ -6,10 +6,10 @@ builds. The wrapper keeps each batch in hand until its flags come back: a
 bad one is quarantined, the policy is applied, and the signals the step
 computed are handed to listeners (the logger, the live diagnosis). Signals
 are computed once, in the graph, by a second trace of the step (the
-recording step) that the wrapper calls only on the steps that record: it
-keeps the global step on the host (read once per epoch, then counted, and
-re-synced from every recording step), so the other steps run a graph with
-no signal op and the host reads nothing but the flags.
+recording step) that the wrapper calls only on the steps that record: every
+step returns the optimizer's iterations after its update, so the host knows
+the next step without reading a variable, and the other steps run a graph
+with no signal op.
 
 `guard(model)` is `instrument(model)` with a `GuardConfig`; the logger calls
 `instrument(model).request(...)` for signals. With neither, the model is
