@@ -332,10 +332,7 @@ class Instrumentation:
 
     def _after_step(self, data, logs: dict) -> dict:
         extra = logs.pop(step_module.OUTPUT_KEY, {})
-        applied = True
         failures = np.asarray(extra["failures"]) if "failures" in extra else None
-        if failures is not None and failures.any():
-            applied = float(extra["applied"]) > 0
         if "iterations" in extra:  # the global step after the update, from the graph
             self._host_step = int(extra["iterations"])
         if failures is not None:
@@ -352,7 +349,7 @@ class Instrumentation:
             if "histograms" in extra and float(extra["record_histograms"]) > 0:
                 stacked = np.asarray(extra["histograms"], np.float64)
                 signals.update(zip(self.plan.hist_keys, stacked))
-            moved = not self._step_stalled(applied)
+            moved = not self._step_stalled()
             signals = _meaningful(signals, moved)
             if signals:
                 self.last_logs, self.last_applied = logs, moved
@@ -368,12 +365,10 @@ class Instrumentation:
             logs["guard_skipped"] = float(self.epoch_skipped)
         return logs
 
-    def _step_stalled(self, applied: bool) -> bool:
-        """Whether the step changed no weight (the guard skipped it, or a loss-scale overflow)."""
-        if not applied:
-            return True
-        previous = self._pre_step
-        return previous is not None and self._host_step is not None and self._host_step == previous
+    def _step_stalled(self) -> bool:
+        """Whether the step changed no weight: its iterations did not move (the guard
+        skipped the update, or a LossScaleOptimizer dropped it on an overflow)."""
+        return self._pre_step is not None and self._host_step == self._pre_step
 
     def _step(self) -> int:
         """The global step: the optimizer's iterations (read only when needed)."""
