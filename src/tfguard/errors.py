@@ -40,6 +40,9 @@ class GuardViolation(TfguardError):
             or `"check"` for a direct check. Defaults to `"check"`.
         where: the tensor, layer or variable that failed. Defaults to `None`.
         step: the global training step, when known. Defaults to `None`.
+        batch: the 0-based index of the bad batch among all batches the
+            model trained on, when known. Defaults to `None`.
+        epoch: the 0-based epoch of `fit`, when known. Defaults to `None`.
         counts: the numbers behind it, e.g. `{"nan": 3, "posinf": 0}`.
             Defaults to `None`.
         quarantine: the folder holding the saved batch. Defaults to `None`.
@@ -58,8 +61,12 @@ class GuardViolation(TfguardError):
         counts: dict | None = None,
         quarantine: str | None = None,
         hint: str | None = None,
+        batch: int | None = None,
+        epoch: int | None = None,
     ):
         self.checkpoint = checkpoint
+        self.batch = batch
+        self.epoch = epoch
         self.where = where
         self.step = step
         self.counts = dict(counts or {})
@@ -110,7 +117,7 @@ class SummaryWriteError(TfguardError):
 class WorkerLostError(TfguardError):
     """A peer worker of a multi-worker run was lost (crashed, killed, preempted or hung).
 
-    Raised on a survivor by `tfguard.firewall.multiworker.lost_workers`
+    Raised on a survivor by `tfguard.distribute.multiworker.lost_workers`
     instead of TensorFlow's raw `UnavailableError`/`DeadlineExceededError`.
     The message names the lost worker's address; the hint says to restart
     every worker (`keras.callbacks.BackupAndRestore` resumes).

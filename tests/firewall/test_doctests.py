@@ -9,7 +9,7 @@ MODULES = [
     "tfguard.firewall.config",
     "tfguard.firewall.guard",
     "tfguard.firewall.instrument",
-    "tfguard.firewall.multiworker",
+    "tfguard.distribute.multiworker",
     "tfguard.firewall.stats",
     "tfguard.firewall.taps",
 ]

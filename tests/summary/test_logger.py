@@ -286,7 +286,7 @@ def test_config_lint_of_the_model_and_its_first_batch(tmp_path, images):
 
 
 def test_only_the_chief_writes(tmp_path, images, monkeypatch):
-    from tfguard.firewall.multiworker import tf_config
+    from tfguard.distribute.multiworker import tf_config
 
     monkeypatch.setenv("TF_CONFIG", tf_config(["127.0.0.1:1", "127.0.0.1:2"], 1))  # worker 1
     x, y = images

@@ -1,28 +1,27 @@
-"""The quality firewall: the guarded train step, `guard(model)`, policies.
+"""The quality firewall: the guarded step around any train step, `guard(model)`, policies.
 
 Example:
 
->>> from tfguard.firewall import guard, instrument
+>>> from tfguard.firewall import guard, guard_step, instrument
 """
 
 from tfguard.firewall.config import GuardConfig, infer_contract
 from tfguard.firewall.guard import guard, guard_events, unguard
-from tfguard.firewall.instrument import (
-    GuardEvent,
-    GuardWarning,
-    Instrumentation,
-    instrument,
-    instrumentation_of,
-    release,
-)
+from tfguard.firewall.instrument import Instrumentation, instrument, instrumentation_of, release
+from tfguard.firewall.loop import GuardedStep, guard_step
+from tfguard.firewall.policy import GuardEvent, GuardWarning
+from tfguard.firewall.record import StepRecord
 
 __all__ = [
     "GuardConfig",
     "GuardEvent",
     "GuardWarning",
+    "GuardedStep",
     "Instrumentation",
+    "StepRecord",
     "guard",
     "guard_events",
+    "guard_step",
     "infer_contract",
     "instrument",
     "instrumentation_of",

@@ -42,8 +42,8 @@ class GuardConfig:
             the output of every layer, `"off"` none. Defaults to `"output"`.
         data: a `tfguard.checks.Contract`, `"infer"` (inputs finite, labels
             against the output units and the loss) or `None`. Defaults to `"infer"`.
-        quarantine_dir: where bad batches are saved. Defaults to
-            `"tfguard-quarantine"` under the working directory.
+        quarantine_dir: where bad batches are saved; `None` saves none.
+            Defaults to `"tfguard-quarantine"` under the working directory.
         max_consecutive_skips: with `"skip"`, stop after this many skipped
             steps in a row. Defaults to `10`.
         max_quarantined: keep at most this many quarantined batches per fit.
@@ -55,7 +55,7 @@ class GuardConfig:
     policy: str = "raise"
     forward: str = "output"
     data: Contract | str | None = "infer"
-    quarantine_dir: str = DEFAULT_QUARANTINE
+    quarantine_dir: str | None = DEFAULT_QUARANTINE
     max_consecutive_skips: int = 10
     max_quarantined: int = 5
     localize: bool = True
@@ -76,6 +76,8 @@ class GuardConfig:
                 "Received an invalid value for `data`, expected a tfguard.checks.Contract, "
                 f"'infer' or None. Received: data={self.data!r}"
             )
+        if self.quarantine_dir is None:
+            self.max_quarantined = 0
         for name in ("max_consecutive_skips", "max_quarantined"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 0:

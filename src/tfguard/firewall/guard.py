@@ -26,21 +26,28 @@ def guard(
     policy: str = "raise",
     forward: str = "output",
     data="infer",
-    quarantine_dir: str = DEFAULT_QUARANTINE,
+    quarantine_dir: str | None = DEFAULT_QUARANTINE,
     max_consecutive_skips: int = 10,
     max_quarantined: int = 5,
     localize: bool = True,
     enabled: bool | None = None,
 ) -> keras.Model:
-    """Guards a Keras model's training with checks at four checkpoints.
+    """Guards a Keras model's training: every step checked, a bad one leaves nothing behind.
 
-    Every `fit()` (and `train_on_batch`) step then checks the batch (data),
-    the model outputs or every layer's output (forward), the loss, and every
-    non-None gradient (gradients); applies the update only when healthy; and
-    on a violation quarantines the batch and acts by `policy`. Works for
-    Sequential, functional and subclassed models, before or after `compile`,
-    with `jit_compile=True` (XLA) and under `tf.distribute` strategies.
-    `fit`'s History gets `guard_violations` and `guard_skipped` per epoch.
+    The model's own `train_step` (Keras's, or an override: a GAN with two
+    optimizers, a VAE compiled without a loss) runs unchanged inside the
+    guard. Every `fit()` (and `train_on_batch`) step then checks the batch
+    (data), the model outputs or every layer's output (forward), the loss,
+    every non-None gradient handed to an optimizer (gradients) and every
+    weight, moving statistic and optimizer variable after the step
+    (update). A rejected step is rolled back as a whole: weights, optimizer
+    slots and iterations, BatchNormalization statistics, metric states and
+    seed generators are bitwise what they were. On a violation the batch is
+    quarantined and localized, and the policy acts. Works for Sequential,
+    functional and subclassed models, before or after `compile`, with
+    `jit_compile=True` (XLA) and under `tf.distribute` strategies. `fit`'s
+    History gets `guard_violations` and `guard_skipped` per epoch. For a
+    hand-written loop, see `guard_step`.
 
     Off means off: with `enabled=False`, or the environment variable
     `TFGUARD=0`, the model is returned untouched and its train function has
@@ -58,7 +65,8 @@ def guard(
         policy: `"raise"`, `"skip"` or `"warn"` (see `GuardConfig`). Defaults to `"raise"`.
         forward: `"output"`, `"layers"` or `"off"`. Defaults to `"output"`.
         data: a `tfguard.checks.Contract`, `"infer"` or `None`. Defaults to `"infer"`.
-        quarantine_dir: where bad batches go. Defaults to `"tfguard-quarantine"`.
+        quarantine_dir: where bad batches go; `None` keeps none. Defaults to
+            `"tfguard-quarantine"`.
         max_consecutive_skips: stop after this many skips in a row. Defaults to `10`.
         max_quarantined: quarantine at most this many batches. Defaults to `5`.
         localize: replay a bad batch to name the first bad layer/variable/op
@@ -79,7 +87,7 @@ def guard(
         policy=policy,
         forward=forward,
         data=data,
-        quarantine_dir=str(quarantine_dir),
+        quarantine_dir=None if quarantine_dir is None else str(quarantine_dir),
         max_consecutive_skips=max_consecutive_skips,
         max_quarantined=max_quarantined,
         localize=localize,

@@ -1,19 +1,15 @@
-"""The host side of the guarded step: one wrapper per model, policies, listeners.
+"""`instrument(model)`: what tfguard attaches to one model, and how it comes off again.
 
-`instrument(model)` attaches (once) an `Instrumentation` that replaces the
-model's train step with the guarded one and wraps the train function Keras
-builds. The wrapper keeps each batch in hand until its flags come back: a
-bad one is quarantined, the policy is applied, and the signals the step
-computed are handed to listeners (the logger, the live diagnosis). Signals
-are computed once, in the graph, by a second trace of the step (the
-recording step) that the wrapper calls only on the steps that record: every
-step returns the optimizer's iterations after its update, so the host knows
-the next step without reading a variable, and the other steps run a graph
-with no signal op.
+An `Instrumentation` wraps the model's own `train_step` (Keras's or the
+model's override) in the guarded step (`tfguard.firewall.step`), wraps the
+train function Keras builds in the host loop (`tfguard.firewall.host`), and
+gives `fit` a small callback that tells the host the epoch. It holds the
+firewall's settings (`set_guard`), the listeners' subscriptions (`bus`),
+the violations seen (`events`) and the counters. With no guard and no
+subscription, the step is the model's own: nothing is computed.
 
-`guard(model)` is `instrument(model)` with a `GuardConfig`; the logger calls
-`instrument(model).request(...)` for signals. With neither, the model is
-untouched.
+`guard(model)` is `instrument(model).set_guard(config)`; the logger and the
+live diagnosis `subscribe` to step records.
 
 Example:
 
@@ -21,72 +17,32 @@ Example:
 >>> model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
 >>> model.compile(optimizer="sgd", loss="mse")
 >>> inst = instrument(model)
->>> inst.request(scalars_every=1)
 >>> seen = []
->>> inst.add_listener(lambda step, signals: seen.append(step))
+>>> inst.subscribe(lambda record: seen.append((record.step, sorted(record.scalars)[0])), scalars_every=1)
 >>> _ = model.fit(np.ones((8, 4)), np.ones((8, 2)), batch_size=4, verbose=0)
 >>> seen
-[1, 2]
+[(1, 'data/input_max'), (2, 'data/input_max')]
 """
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
 import weakref
 from collections.abc import Callable
 
 import keras
-import numpy as np
-import tensorflow as tf
-from keras.src.trainers.data_adapters import data_adapter_utils
 
-from tfguard.checks import hint_for
-from tfguard.errors import GuardViolation
-from tfguard.firewall import step as step_module
-from tfguard.firewall import taps
+from tfguard.distribute.keras_20585 import enable_multi_worker
+from tfguard.firewall import probes
 from tfguard.firewall.config import GuardConfig, infer_contract
+from tfguard.firewall.host import Host, wrap_fit
+from tfguard.firewall.policy import GuardEvent, GuardWarning, Violation
+from tfguard.firewall.record import Bus
+from tfguard.firewall.step import make_step
+from tfguard.hooks import context, taps
 
 _INSTRUMENTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-CHECKPOINT_ORDER = ("data", "forward", "loss", "gradients")
-HINTS = {
-    "forward": "lower the learning rate, clip the logits before softmax/exp, or use stable ops "
-    "(tf.math.divide_no_nan, tf.nn.log_softmax, keras.ops.softmax)",
-    "loss": "check the loss inputs: log(0) from probabilities of exactly 0 (use from_logits=True), "
-    "or a learning rate that made the outputs overflow",
-    "gradients": "lower the learning rate, or clip gradients (e.g. optimizer clipnorm=1.0)",
-}
-
-
-class GuardWarning(UserWarning):
-    """A violation under policy `"warn"`."""
-
-
-@dataclasses.dataclass
-class GuardEvent:
-    """One violation as the host saw it.
-
-    Args:
-        step: the optimizer's iterations when the batch was tried.
-        checkpoint: data, forward, loss or gradients (the first that failed).
-        where: the tensor, layer or variable.
-        message: the full text.
-        counts: the numbers behind it.
-        action: `"raised"`, `"skipped"` or `"warned"`.
-        quarantine: the folder of the saved batch, if saved.
-        failed: every failed slot as `"checkpoint: where"`.
-    """
-
-    step: int
-    checkpoint: str
-    where: str
-    message: str
-    counts: dict
-    action: str
-    quarantine: str | None = None
-    failed: list = dataclasses.field(default_factory=list)
-    replay: object = None
+_PATCHED = ("train_step", "make_train_function", "reset_metrics", "fit")
 
 
 class Instrumentation:
@@ -100,85 +56,59 @@ class Instrumentation:
         self.model = model
         self.guard: GuardConfig | None = None
         self.contract = None
-        self.scalars_every = 0
-        self.histograms_every = 0
-        self.histogram_activations = True
-        self.histogram_weights = False
-        self.histogram_gradients = True
-        self.weight_signals = False
-        self.histogram_filter: Callable[[int], bool] | None = None
-        self.tracing_recording = False  # set around each call: which trace the step builds
-        self.plan: step_module.Plan | None = None
-        self._plans: dict[bool, step_module.Plan] = {}
-        self._host_step: int | None = None  # the optimizer's iterations before the next step
-        self._pre_step: int | None = None  # ... before the step that just ran (recording steps)
-        self.last_logs: dict | None = None
-        self.last_applied = True
-        self.listeners: list[Callable[[int, dict], None]] = []
+        self.bus = Bus()
+        self.wanted = probes.Wanted()
+        self.tracing_kinds: frozenset = frozenset()  # set around each call: what the trace records
+        self.plans: dict = {}
+        self.plan = None
+        self.original_step = None
+        self.step_optimizer = None
+        self.host_step: int | None = None  # the global step before the next step
         self.event_listeners: list[Callable[[GuardEvent], None]] = []
         self.events: list[GuardEvent] = []
+        self.coverage: list[str] = []
+        self.violation = Violation(self)
         self.violations = 0
         self.skipped = 0
         self.epoch_violations = 0
         self.epoch_skipped = 0
-        self.epoch_steps = 0
         self.consecutive_skips = 0
         self.quarantined = 0
-        self._tapped: list = []
-        self._attached = False
+        self.batches = 0  # batches this model trained on, across fits
+        self.epoch: int | None = None
+        self.epoch_batch: int | None = None
         self.in_graph_batch = False
+        self._tapped: list = []
+        self._host: Host | None = None
+        self._attached = False
 
     # -- configuration ---------------------------------------------------------
-    def request(self, scalars_every: int | None = None, histograms_every: int | None = None,
-                histogram_activations: bool | None = None, weights: bool | None = None,
-                histogram_weights: bool | None = None, histogram_gradients: bool | None = None) -> None:
-        """Asks the step to compute signals every N steps (0 = never); keeps the larger demand.
-
-        Args:
-            scalars_every: gradient norms, activation fractions, input
-                statistics (and weight norms) every this many steps.
-            histograms_every: gradient (and activation, weight) histograms.
-            histogram_activations: include activation histograms.
-            weights: include `weight_norm/<layer>` and `update_ratio/<layer>`.
-            histogram_weights: include `hist/weights/<variable>`.
-            histogram_gradients: include `hist/gradients/<variable>` (on by default).
-
-        Example:
-
-        >>> # instrument(model).request(scalars_every=10, histograms_every=100)
-        """
-        changed = False
-        for name, value in (("weight_signals", weights), ("histogram_weights", histogram_weights),
-                            ("histogram_gradients", histogram_gradients)):
-            if value is not None and bool(value) != getattr(self, name):
-                setattr(self, name, bool(value))
-                changed = True
-        if scalars_every is not None and scalars_every != self.scalars_every:
-            self.scalars_every = _merge_every(self.scalars_every, scalars_every)
-            changed = True
-        if histograms_every is not None and histograms_every != self.histograms_every:
-            self.histograms_every = _merge_every(self.histograms_every, histograms_every)
-            changed = True
-        if histogram_activations is not None:
-            changed |= histogram_activations != self.histogram_activations
-            self.histogram_activations = histogram_activations
-        if changed:
-            self._retrace()
-
     def set_guard(self, config: GuardConfig | None) -> None:
         """Turns the firewall on with `config`, or off with `None`."""
         self.guard = config
         self.contract = None
         self._retrace()
 
-    def add_listener(self, fn: Callable[[int, dict], None]) -> None:
-        """Calls `fn(step, signals)` after every step that computed signals."""
-        if fn not in self.listeners:
-            self.listeners.append(fn)
+    def subscribe(self, listener, **request) -> None:
+        """Calls `listener(record)` with a `StepRecord` on the steps its periods hit.
 
-    def remove_listener(self, fn) -> None:
-        if fn in self.listeners:
-            self.listeners.remove(fn)
+        Args:
+            listener: a callable taking one `StepRecord`.
+            **request: `scalars_every`, `histograms_every`, `histogram_kinds`,
+                `weights`, `histogram_filter` (see `record.Subscription`).
+        """
+        self.bus.subscribe(listener, **request)
+        self._update_wanted()
+
+    def unsubscribe(self, listener) -> None:
+        self.bus.unsubscribe(listener)
+        self._update_wanted()
+
+    def _update_wanted(self) -> None:
+        wanted = probes.Wanted(weights=self.bus.weights, histograms=self.bus.histogram_kinds)
+        if wanted != self.wanted:
+            self.wanted = wanted
+            self._retrace()
 
     def add_event_listener(self, fn: Callable[[GuardEvent], None]) -> None:
         """Calls `fn(event)` for every violation, before the policy acts."""
@@ -191,306 +121,124 @@ class Instrumentation:
 
     # -- attaching ---------------------------------------------------------------
     def attach(self) -> None:
-        """Installs the step and the train-function wrapper on the model (once)."""
+        """Wraps the step, the train function, `reset_metrics` and `fit` of the model (once)."""
         if self._attached:
             return
         model = self.model
         original_make = type(model).make_train_function
         original_reset = type(model).reset_metrics
+        self.original_step = model.train_step
+
+        def make_once():
+            original_make(model, True)
+            return model.train_function
 
         def make_train_function(force=False):
-            self._prepare()
-            original_make(model, force)
-            function = model.train_function
-            if function is not None and not getattr(function, "_tfguard", False):
-                recording = None
-                if self.wants_signals:
-                    original_make(model, True)  # a second tf.function of the same step
-                    recording = model.train_function
-                model.train_function = self._wrap(function, recording)
+            if model.train_function is not None and not force:
+                return model.train_function
+            self.prepare()
+            self._host = Host(self, make_once)
+            self._host.function(frozenset())  # the plain trace, as Keras would build it
+            model.train_function = self._host.train_function()
             return model.train_function
 
         def reset_metrics():
             original_reset(model)
             self.epoch_violations = 0
             self.epoch_skipped = 0
-            self.epoch_steps = 0
-            self._host_step = None  # read again at the epoch's first step (a restore may move it)
-
-        from tfguard.firewall.multiworker import enable_multi_worker
+            self.host_step = None  # read again at the epoch's first step (a restore may move it)
+            if self._host is not None:
+                self._host.last_logs = None
 
         enable_multi_worker(model)  # Keras 3.15 cannot fit under MWMS otherwise; else a no-op
-        object.__setattr__(model, "train_step", step_module.make_step(model, self))
+        object.__setattr__(model, "train_step", make_step(model, self, self.original_step))
         object.__setattr__(model, "make_train_function", make_train_function)
         object.__setattr__(model, "reset_metrics", reset_metrics)
+        object.__setattr__(model, "fit", wrap_fit(model, self))
         self._attached = True
         self._retrace()
 
     def detach(self) -> None:
-        """Restores the model's own train step and train function."""
+        """Restores the model's own step, train function, `reset_metrics` and `fit`."""
         if not self._attached:
             return
-        for name in ("train_step", "make_train_function", "reset_metrics"):
+        for name in _PATCHED:
             if name in self.model.__dict__:
                 object.__delattr__(self.model, name)
         taps.uninstall(self._tapped)
         self._tapped = []
         self._attached = False
+        self._host = None
         self.model.train_function = None
-
-    @property
-    def wants_signals(self) -> bool:
-        """Whether any signal was requested (the recording step exists)."""
-        return self.scalars_every > 0 or self.histograms_every > 0
 
     def _retrace(self) -> None:
         if self._attached:
             self.model.train_function = None
-        self._plans = {}
+        self.plans = {}
 
-    def _set_plan(self, plan: step_module.Plan) -> None:
+    def set_plan(self, plan) -> None:
         """Called by the step at trace time: the outputs of that trace."""
-        self._plans[plan.recording] = plan
+        self.plans[plan.kinds] = plan
         self.plan = plan
+        for note in plan.coverage:
+            if note not in self.coverage:
+                self.coverage.append(note)
+                warnings.warn(f"tfguard: {note}.", GuardWarning, stacklevel=2)
 
-    def _prepare(self) -> None:
-        """Host-side set-up before a trace: the contract and the taps."""
+    def prepare(self) -> None:
+        """Host-side set-up before a trace: the contract, the taps, the optimizer door."""
         model = self.model
+        context.install()
         if self.guard is not None and self.contract is None and self.guard.data is not None:
             self.contract = infer_contract(model) if self.guard.data == "infer" else self.guard.data
-        want_taps = (self.guard is not None and self.guard.forward == "layers") or self.wants_signals
+        want_taps = self.guard is not None or self.bus.wants_signals
         if want_taps and not self._tapped:
             self._tapped = taps.tappable_layers(model)
             taps.install(self._tapped)
 
-    # -- the host loop -------------------------------------------------------------
-    def _wrap(self, keras_function, recording_function=None):
-        """The train function Keras calls: picks the plain or the recording step, then checks.
+    # -- counting ----------------------------------------------------------------
+    def begin_fit(self) -> None:
+        self.epoch = None
 
-        Args:
-            keras_function: Keras's train function over the plain step.
-            recording_function: the same over the recording step (`None`
-                when no signal was requested).
-        """
-        model = self.model
-        # One replica, one step per execution: the step hands the batch back with
-        # its flags (a tensor handle, no copy), and Keras keeps pulling batches
-        # in-graph. Otherwise (replicas, steps_per_execution > 1) the host pulls
-        # each batch so a bad one is still in hand.
-        self.in_graph_batch = (
-            model.distribute_strategy.num_replicas_in_sync == 1
-            and int(model.steps_per_execution) == 1
-            and not getattr(model, "_tfguard_multi_worker", False)
-        )
+    def begin_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+        self.epoch_batch = None
 
-        def run_step(argument):
-            record = recording_function is not None and self._records_next()
-            self.tracing_recording = record
-            try:
-                logs = (recording_function if record else keras_function)(argument)
-            finally:
-                self.tracing_recording = False
-            self.plan = self._plans.get(record, self.plan)
-            return logs
+    def end_fit(self) -> None:
+        self.epoch = None
+        self.epoch_batch = None
 
-        if self.in_graph_batch:
+    def next_batch(self) -> tuple[int, int | None, int | None]:
+        """Counts one more batch; returns `(batch, epoch, epoch_batch)`, 0-based."""
+        batch = self.batches
+        self.batches += 1
+        if self.epoch is not None:
+            self.epoch_batch = 0 if self.epoch_batch is None else self.epoch_batch + 1
+        return batch, self.epoch, self.epoch_batch if self.epoch is not None else None
 
-            def train_function(iterator):
-                logs = run_step(iterator)
-                batch = logs.get(step_module.OUTPUT_KEY, {}).pop("batch", {})
-                data = (batch.get("x"), batch.get("y"), batch.get("sample_weight"))
-                return self._after_step(data, logs)
-
-            train_function._tfguard = True
-            return train_function
-
-        def train_function(iterator):
-            outputs = None
-            for _ in range(max(1, int(self.model.steps_per_execution))):
-                try:
-                    data = next(iterator)
-                except (StopIteration, tf.errors.OutOfRangeError):
-                    break
-                outputs = self._after_step(data, run_step(iter([data])))
-            if outputs is None:
-                raise StopIteration
-            return outputs
-
-        train_function._tfguard = True
-        return train_function
-
-    def _records_next(self) -> bool:
-        """Whether the next step records signals (by the host's count of the global step)."""
-        if self._host_step is None:
-            self._host_step = self._step()
-        pre = self._pre_step = self._host_step
-        if self.scalars_every > 0 and pre % self.scalars_every == 0:
-            return True
-        if self.histograms_every > 0 and pre % self.histograms_every == 0:
-            return self.histogram_filter is None or bool(self.histogram_filter(pre + 1))
-        return False
-
-    def _after_step(self, data, logs: dict) -> dict:
-        extra = logs.pop(step_module.OUTPUT_KEY, {})
-        failures = np.asarray(extra["failures"]) if "failures" in extra else None
-        if "iterations" in extra:  # the global step after the update, from the graph
-            self._host_step = int(extra["iterations"])
-        if failures is not None:
-            if failures.any():
-                step = self._host_step if self._host_step is not None else self._step()
-                self._on_violation(data, extra, failures, step)
-            else:
-                self.consecutive_skips = 0
-        if self.listeners and ("signals" in extra or "histograms" in extra):
-            signals: dict = {}
-            if "signals" in extra and float(extra["record_scalars"]) > 0:
-                values = np.asarray(extra["signals"], np.float64)
-                signals.update(zip(self.plan.signal_keys, values.tolist()))
-            if "histograms" in extra and float(extra["record_histograms"]) > 0:
-                stacked = np.asarray(extra["histograms"], np.float64)
-                signals.update(zip(self.plan.hist_keys, stacked))
-            moved = not self._step_stalled()
-            signals = _meaningful(signals, moved)
-            if signals:
-                self.last_logs, self.last_applied = logs, moved
-                for listener in list(self.listeners):
-                    listener(self._host_step, signals)
-                self.last_logs = None
-        if self.guard is not None:
-            self.epoch_steps += 1
-            if self.epoch_skipped == self.epoch_steps:
-                # No update applied this epoch: an empty mean is not a loss of 0.
-                logs = {k: (float("nan") if not k.startswith("guard_") else v) for k, v in logs.items()}
-            logs["guard_violations"] = float(self.epoch_violations)
-            logs["guard_skipped"] = float(self.epoch_skipped)
-        return logs
-
-    def _step_stalled(self) -> bool:
-        """Whether the step changed no weight: its iterations did not move (the guard
-        skipped the update, or a LossScaleOptimizer dropped it on an overflow)."""
-        return self._pre_step is not None and self._host_step == self._pre_step
-
-    def _step(self) -> int:
-        """The global step: the optimizer's iterations (read only when needed)."""
-        return int(self.model.optimizer.iterations.numpy())
-
-    def _on_violation(self, data, extra, failures, step) -> int:
-        plan = self.plan
-        config = self.guard
-        failed = [i for i, f in enumerate(failures) if f > 0]
-        order = {name: rank for rank, name in enumerate(CHECKPOINT_ORDER)}
-        failed.sort(key=lambda i: (order[plan.slots[i].checkpoint], i))
-        first = plan.slots[failed[0]]
-        counts, detail = self._describe(failed[0], extra, data)
-        applied = float(extra.get("applied", 0.0)) > 0
-        action = {"raise": "raised", "skip": "skipped", "warn": "warned"}[config.policy]
+    def count(self, applied: bool) -> None:
+        """Counts one violation; `applied` says whether its update went through (`warn`)."""
         self.violations += 1
         self.epoch_violations += 1
-        if not applied:
+        if applied:
+            self.consecutive_skips = 0
+        else:
             self.skipped += 1
             self.epoch_skipped += 1
             self.consecutive_skips += 1
-        else:
-            self.consecutive_skips = 0
-        update = "The update was applied." if applied else "The update was not applied."
-        others = [f"{plan.slots[i].checkpoint}: {plan.slots[i].where}" for i in failed]
-        message = (
-            f"{first.where} at step {step} {detail} (checkpoint: {first.checkpoint}, "
-            f"policy: {config.policy}). {update}"
-        )
-        if len(failed) > 1:
-            message += f" Also failed: {', '.join(others[1:6])}{' ...' if len(others) > 6 else ''}."
-        event = GuardEvent(step, first.checkpoint, first.where, message, counts, action, failed=others)
-        if config.max_quarantined and self.quarantined < config.max_quarantined:
-            from tfguard.forensics.quarantine import save_quarantine
 
-            event.quarantine = save_quarantine(
-                config.quarantine_dir, self.model, data, event, strategy=self.model.distribute_strategy
-            )
-            self.quarantined += 1
-            message += f" The batch is saved in {event.quarantine}."
-        hint = hint_for(first.check) if first.checkpoint == "data" else HINTS[first.checkpoint]
-        if config.policy == "raise" and config.localize and event.quarantine:
-            from tfguard.forensics.replay import replay
+    def global_step(self) -> int:
+        """The global step now: the iterations of the optimizer that counts the steps."""
+        optimizer = self.step_optimizer or getattr(self.model, "optimizer", None)
+        if optimizer is None:
+            return self.batches
+        return int(keras.ops.convert_to_numpy(optimizer.iterations))
 
-            try:
-                report = replay(event.quarantine, model=self.model)
-                event.replay = report
-                message += "\n" + report.summary()
-            except Exception as error:  # localization is best effort; the violation stands
-                message += f"\nReplay could not localize: {type(error).__name__}: {error}"
-        event.message = message
-        self.events.append(event)
-        for listener in list(self.event_listeners):
-            listener(event)
-        stopped = None
-        if config.policy == "raise":
-            stopped = message
-        elif config.policy == "skip" and self.consecutive_skips > config.max_consecutive_skips:
-            stopped = (
-                f"Training stopped after {self.consecutive_skips} consecutive skipped steps "
-                f"(max_consecutive_skips={config.max_consecutive_skips}); the weights are those "
-                f"of step {step}, the last good update. Last violation: {message}"
-            )
-        if stopped is not None:
-            raise GuardViolation(
-                stopped,
-                checkpoint=first.checkpoint,
-                where=first.where,
-                step=step,
-                counts=counts,
-                quarantine=event.quarantine,
-                hint=hint,
-            )
-        if config.policy == "warn":
-            warnings.warn(f"GuardViolation: {message}", GuardWarning, stacklevel=2)
-        return step
-
-    def _describe(self, index: int, extra, data) -> tuple[dict, str]:
-        plan = self.plan
-        slot = plan.slots[index]
-        if index in plan.finite_slots:
-            row = np.asarray(extra["finite_counts"])[plan.finite_slots.index(index)]
-            nan, posinf, neginf, total = (int(v) for v in row)
-            counts = {"nan": nan, "posinf": posinf, "neginf": neginf, "total": total}
-            return counts, f"has {nan} NaN, {posinf} +Inf, {neginf} -Inf of {total} values"
-        data_index = sum(1 for s in plan.slots[:index] if s.checkpoint == "data")
-        if "data_values" in extra:  # several replicas: counted in the graph, all-reduced
-            result = plan.describe[data_index]
-            values = {k: np.asarray(v) for k, v in extra["data_values"][str(data_index)].items()}
-        else:  # the batch is here: word the failure from it
-            x, y, sample_weight = data_adapter_utils.unpack_x_y_sample_weight(data)
-            result = self.contract.evaluate(x, y, sample_weight)[data_index]
-            values = {k: np.asarray(v) for k, v in result.tensors().items()}
-        counts = {k: v.item() for k, v in values.items() if np.ndim(v) == 0 and k != "ok"}
-        return counts, f"failed check '{slot.check}': {result.describe(values)}"
-
-
-_UNMOVED = ("weight_norm/", "update_ratio/", "hist/weights/")  # what an unapplied update did not change
-
-
-def _meaningful(signals: dict, moved: bool) -> dict:
-    """Drops what a listener must not read as measured.
-
-    An update that was not applied leaves the weights where they were: its
-    weight norms, update ratios and weight histograms would repeat the
-    previous step's at an unchanged global step. An update ratio of a layer
-    whose weights were all zero is undefined (`step.NO_RATIO`).
-    """
-    return {
-        tag: value
-        for tag, value in signals.items()
-        if (moved or not tag.startswith(_UNMOVED))
-        and not (tag.startswith("update_ratio/") and value == step_module.NO_RATIO)
-    }
-
-
-def _merge_every(current: int, requested: int) -> int:
-    if current <= 0:
-        return max(0, int(requested))
-    if requested <= 0:
-        return current
-    return int(np.gcd(current, int(requested)))
+    def global_step_hint(self) -> int:
+        """The global step before the next step, kept on the host (read once per epoch)."""
+        if self.host_step is None:
+            self.host_step = self.global_step()
+        return self.host_step
 
 
 def instrument(model: keras.Model) -> Instrumentation:
@@ -523,4 +271,5 @@ def release(model: keras.Model) -> None:
         inst.detach()
 
 
-__all__ = ["GuardEvent", "GuardWarning", "Instrumentation", "instrument", "instrumentation_of", "release"]
+__all__ = ["GuardEvent", "GuardWarning", "Instrumentation", "instrument", "instrumentation_of",
+           "release"]

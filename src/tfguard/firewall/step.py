@@ -1,24 +1,26 @@
-"""The guarded train step: checks at four checkpoints, a gated update, signals.
+"""The guarded step: the model's own `train_step`, wrapped as a checked transaction.
 
-The step mirrors Keras 3's `TensorFlowTrainer.train_step` and adds:
+Wrap, never replace: `make_step(model, inst, original)` returns a
+`train_step(data)` that runs `original` (Keras's `train_step` or the
+model's override: a GAN's, a VAE's) unchanged, inside:
 
-* data checks on `(x, y, sample_weight)` (a `Contract`, full counts: cheap);
-* forward checks: the model's outputs, or every tapped layer's output;
-* the loss, and every non-None gradient, finite (a fast flag per tensor;
-  NaN/+Inf/-Inf counts are computed only on a failing step, under `tf.cond`);
-* the update applied under `tf.cond` only when healthy, in a way that works
-  in a replica context (the flags are all-reduced, so every replica decides
-  the same; merge-call strategies get the cond in cross-replica context, as
-  Keras's `LossScaleOptimizer` does);
-* metrics updated only for applied steps, so a NaN never enters the epoch mean;
-* signals (gradient norms, weight norms and update ratios, dead/saturated
-  fractions, input statistics, histograms) in a second trace of the same
-  step, the *recording* step, which the host calls only on the steps that
-  record (`Instrumentation`): every other step runs a graph without a
-  single signal op, so signals cost nothing between recordings.
+1. the **data** checkpoint, on the batch before the step sees it (class ids
+   a `labels` check flags are clipped into range for the step, so a bad
+   label cannot crash the loss kernel; such a step is never applied);
+2. a **transaction** holding every variable the step may change (model
+   variables with BatchNormalization statistics and seed generators, metric
+   states, every optimizer the model holds, and whatever an update touches);
+3. the step itself, with `StepContext` recording each optimizer update and
+   each `compute_loss`, and taps recording layer outputs when asked;
+4. the **forward**, **loss**, **gradients** and **update** checkpoints on
+   what the step recorded and on the state it left;
+5. one decision, all-reduced over replicas, and the transaction rolled
+   back under `tf.cond` when the step is rejected.
 
 Everything is a tensor; nothing raises in the graph, so it holds under XLA.
-The host (`Instrumentation`) reads the flags and applies the policy.
+The recording traces (`kinds` not empty) also compute the signals
+(`tfguard.firewall.probes`). The host (`tfguard.firewall.host`) reads the
+flags and applies the policy.
 
 Example:
 
@@ -27,67 +29,49 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 import keras
 import tensorflow as tf
-from keras.src.losses import loss as loss_module
-from keras.src.trainers.data_adapters import data_adapter_utils
 
-from tfguard import tags
-from tfguard.checks.contract import leaves
-from tfguard.firewall import stats, taps
+from tfguard.checks.labels import Labels
+from tfguard.firewall import checkpoints, probes
+from tfguard.firewall.checkpoints import Flag, Slot
+from tfguard.hooks import keras_compat, taps
+from tfguard.hooks.context import ORIGINAL_STEP, StepContext
 
 OUTPUT_KEY = "_tfguard"
+LOGS_KEY = "_tfguard_logs"  # a step that returns something other than a dict
 # Counts of a data check that add up across replicas (min/max and shapes stay local).
 _SUMMED = ("bad", "total", "nan", "posinf", "neginf")
-HIST_BUCKETS = 30
-NO_RATIO = -1.0  # update_ratio of a layer whose weights were all zero: left out on the host
-
-
-@dataclasses.dataclass(frozen=True)
-class Slot:
-    """One flag of the step: which checkpoint, which tensor, which check."""
-
-    checkpoint: str  # data | forward | loss | gradients
-    where: str
-    check: str
+SCALARS = "scalars"
+HISTOGRAMS = "histograms"
 
 
 @dataclasses.dataclass
 class Plan:
-    """What the traced step computes, in output order (rebuilt at every trace)."""
+    """What one trace of the step computes, in output order (set at trace time).
+
+    Args:
+        slots: every flag's slot.
+        finite_slots: indices of the slots whose NaN/Inf counts come back on failure.
+        data_results: per data slot, its `CheckResult` when counted in the graph.
+        scalar_keys: the tags of the stacked scalar signals.
+        histogram_keys: the tags of the stacked histograms.
+        kinds: what this trace records (`"scalars"`, `"histograms"`).
+        coverage: what the guard could not see in this step, in words.
+        counts_steps: whether the step reports the global step (an optimizer applied).
+    """
 
     slots: list[Slot]
-    finite_slots: list[int]  # indices into slots whose counts come lazily
-    data_details: list[list[str]]  # per data slot: the detail names
-    signal_keys: list[str]
-    describe: list  # per data slot: the describe function
-    hist_keys: list[str] = dataclasses.field(default_factory=list)
-    recording: bool = False  # traced as the recording step (signals) or the plain one
-
-
-def _layer_key(variable, model_name: str) -> str:
-    """The layer a variable belongs to, named as the activation tags name it.
-
-    Keras paths are `<layer>/<var>` or `<model>/<layer>/<var>` depending on
-    the model type; the model's own name is dropped so `grad_norm/dense` and
-    `activation/dead_fraction/dense` agree.
-    """
-    parts = (getattr(variable, "path", None) or variable.name).split("/")
-    if len(parts) > 2 and parts[0] == model_name:
-        parts = parts[1:]
-    return "/".join(parts[:-1]) if len(parts) > 1 else parts[0]
-
-
-def _float_leaves(value) -> list[tf.Tensor]:
-    return [t for t in tf.nest.flatten(value) if isinstance(t, tf.Tensor) and t.dtype.is_floating]
-
-
-def _every(step: tf.Tensor, every: int) -> tf.Tensor:
-    if every <= 0:
-        return tf.constant(False)
-    return tf.equal(tf.math.floormod(step, every), 0)
+    finite_slots: list[int]
+    data_results: list
+    scalar_keys: list[str]
+    histogram_keys: list[str]
+    kinds: frozenset
+    coverage: list[str]
+    counts_steps: bool = True
 
 
 def _all_reduce_sum(value: tf.Tensor) -> tf.Tensor:
@@ -97,382 +81,171 @@ def _all_reduce_sum(value: tf.Tensor) -> tf.Tensor:
     return context.all_reduce(tf.distribute.ReduceOp.SUM, value)
 
 
-def apply_if(pred: tf.Tensor, optimizer, grads, variables) -> None:
-    """Applies the gradients only when `pred` holds, in any replica context."""
-    pairs = list(zip(grads, variables))
-
-    def apply():
-        optimizer.apply_gradients(pairs)
-        return tf.constant(True)
-
-    def skip():
-        return tf.constant(False)
-
-    if not tf.distribute.has_strategy() or tf.__internal__.distribute.strategy_supports_no_merge_call():
-        tf.cond(pred, apply, skip)
-        return
-
-    def cross_replica(distribution, grads, pred):
-        first = distribution.experimental_local_results(pred)[0]
-
-        def apply_all():
-            distribution.extended.call_for_each_replica(
-                lambda g: optimizer.apply_gradients(list(zip(g, variables))), args=(grads,)
-            )
-            return tf.constant(True)
-
-        tf.cond(first, apply_all, skip)
-
-    tf.distribute.get_replica_context().merge_call(cross_replica, args=(list(grads), pred))
-
-
-def make_step(model: keras.Model, inst) -> callable:
-    """Builds the guarded/instrumented `train_step(data)` for `model`.
-
-    Args:
-        model: the compiled Keras model.
-        inst: its `Instrumentation` (settings, and where the plan is kept).
-
-    Returns:
-        A function `data -> logs` for Keras's `make_train_function`. It
-        traces the recording step when `inst.tracing_recording` is set (the
-        host sets it around each call), the plain step otherwise.
-    """
-
-    def train_step(data):
-        inst._prepare()  # host-side set-up, at trace time only
-        recording = bool(inst.tracing_recording)
-        x, y, sample_weight = data_adapter_utils.unpack_x_y_sample_weight(data)
-        config = inst.guard
-        optimizer = model.optimizer
-        step = tf.identity(optimizer.iterations)
-        slots: list[Slot] = []
-        oks: list[tf.Tensor] = []
-        finite_tensors: list[tf.Tensor] = []
-        finite_slots: list[int] = []
-        data_values: list[dict] = []
-        data_details: list[list[str]] = []
-        describes = []
-
-        def add_finite(checkpoint, where, tensor):
-            finite_slots.append(len(slots))
-            slots.append(Slot(checkpoint, where, "finite"))
-            oks.append(tf.reduce_all(tf.math.is_finite(tensor)))
-            finite_tensors.append(tensor)
-
-        if config is not None and config.data is not None and inst.in_graph_batch:
-            # The batch comes back to the host: only flags here; a failure is
-            # worded there, from the batch itself (no counting on good steps).
-            for target, check_name, ok in inst.contract.flags(x, y, sample_weight):
-                slots.append(Slot("data", target, check_name))
-                oks.append(ok)
-        elif config is not None and config.data is not None:
-            for result in inst.contract.evaluate(x, y, sample_weight):
-                slots.append(Slot("data", result.target, result.check))
-                oks.append(result.ok)
-                values = {k: tf.cast(v, tf.float32) for k, v in result.tensors().items()}
-                data_values.append(values)
-                data_details.append(list(values))
-                describes.append(result)
-
-        batch = {
-            k: v
-            for k, v in (("x", x), ("y", y), ("sample_weight", sample_weight))
-            if v is not None
-        }
-        y = _sanitize_labels(inst.contract, y) if config is not None else y
-        want_signals = recording and (inst.scalars_every > 0 or inst.histograms_every > 0)
-        layers_mode = config is not None and config.forward == "layers"
-        tap_context = taps.recording() if (layers_mode or want_signals) else _nothing()
-        with tf.GradientTape() as tape:
-            with tap_context as tape_records:
-                y_pred = model(x, training=True) if model._call_has_training_arg else model(x)
-            loss = model._compute_loss(
-                x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=True
-            )
-            unscaled = loss_module.unscale_loss_for_distribution(loss)
-            scaled = optimizer.scale_loss(loss) if optimizer is not None else loss
-        records = tape_records.records if tape_records is not None else []
-
-        if config is not None and config.forward != "off":
-            if layers_mode:
-                for layer, outputs in records:
-                    outs = _float_leaves(outputs)
-                    for index, tensor in enumerate(outs):
-                        suffix = f" (output {index})" if len(outs) > 1 else ""
-                        add_finite("forward", f"layer '{layer.name}'{suffix}", tensor)
-            else:
-                outs = _float_leaves(y_pred)
-                for index, tensor in enumerate(outs):
-                    suffix = f" {index}" if len(outs) > 1 else ""
-                    add_finite("forward", f"model output{suffix}", tensor)
-        if config is not None:
-            add_finite("loss", "loss", loss)
-
-        variables = model.trainable_weights
-        grads = tape.gradient(scaled, variables)
-        signal_grads = _unscaled(optimizer, grads) if want_signals else grads
-        guard_grads = config is not None and not isinstance(
-            optimizer, keras.optimizers.LossScaleOptimizer
-        )
-        sq_norms = []
-        for variable, grad, signal_grad in zip(variables, grads, signal_grads):
-            if grad is None:
-                continue
-            grad = tf.convert_to_tensor(grad)
-            if want_signals:
-                sq_norms.append(tf.reduce_sum(tf.square(tf.cast(signal_grad, tf.float32))))
-            if guard_grads:
-                add_finite("gradients", f"gradient of '{variable.path}'", grad)
-        # The weights before the update (a reference: the update copies on write).
-        before = _weights_before(variables) if want_signals and inst.weight_signals else None
-
-        outputs: dict[str, tf.Tensor] = {}
-        if config is not None and inst.in_graph_batch:
-            outputs["batch"] = batch  # for the quarantine; a handle, not a copy
-        if slots:
-            ok_vector = tf.stack(oks)
-            failures = _all_reduce_sum(tf.cast(tf.logical_not(ok_vector), tf.float32))
-            failed = failures > 0
-            must_skip = tf.constant(False)
-            for index, slot in enumerate(slots):
-                if slot.checkpoint in ("loss", "gradients") or slot.check == "labels":
-                    must_skip = must_skip | failed[index]
-            any_failed = tf.reduce_any(failed)
-            skip = must_skip if config.policy == "warn" else any_failed
-            apply = tf.logical_not(skip)
-            outputs["failures"] = failures
-            outputs["applied"] = tf.cast(apply, tf.float32)
-            if finite_tensors:
-                local_failed = tf.logical_not(tf.reduce_all(tf.stack([oks[i] for i in finite_slots])))
-
-                def counts():
-                    rows = []
-                    for tensor in finite_tensors:
-                        t = tf.cast(tensor, tf.float32)
-                        rows.append(
-                            tf.stack(
-                                [
-                                    tf.reduce_sum(tf.cast(tf.math.is_nan(t), tf.float32)),
-                                    tf.reduce_sum(tf.cast(tf.equal(t, float("inf")), tf.float32)),
-                                    tf.reduce_sum(tf.cast(tf.equal(t, float("-inf")), tf.float32)),
-                                    tf.cast(tf.size(t), tf.float32),
-                                ]
-                            )
-                        )
-                    return tf.stack(rows)
-
-                zeros = tf.zeros([len(finite_tensors), 4])
-                outputs["finite_counts"] = _all_reduce_sum(tf.cond(local_failed, counts, lambda: zeros))
-            if data_values:
-                outputs["data_values"] = {  # keyed by position: Keras wraps outputs in an Optional
-                    str(i): {k: _all_reduce_sum(v) if k in _SUMMED else v for k, v in values.items()}
-                    for i, values in enumerate(data_values)
-                }
-            apply_if(apply, optimizer, grads, variables)
-        else:
-            apply = tf.constant(True)
-            optimizer.apply_gradients(zip(grads, variables))
-
-        def update_metrics():
-            model._loss_tracker.update_state(
-                unscaled,
-                sample_weight=tf.shape(next(i for i in tf.nest.flatten(x) if i is not None))[0],
-            )
-            model.compute_metrics(x, y, y_pred, sample_weight=sample_weight)
-            return tf.constant(True)
-
-        if slots:
-            tf.cond(apply, update_metrics, lambda: tf.constant(False))
-        else:
-            update_metrics()
-
-        # The global step after the update (read after it: TensorFlow orders the read
-        # after the write). The host keeps its schedule on it; an update a
-        # LossScaleOptimizer dropped, or the guard skipped, did not move it.
-        outputs["iterations"] = tf.identity(optimizer.iterations)
-        signal_keys: list[str] = []
-        hist_keys: list[str] = []
-        if want_signals:
-            signals, hists = _signal_fns(model, inst, x, y, variables, signal_grads, sq_norms, records, before)
-            signal_keys, hist_keys = list(signals), list(hists)
-            record_scalars = _every(step, inst.scalars_every)
-            record_hists = _every(step, inst.histograms_every)
-            outputs["record_scalars"] = tf.cast(record_scalars, tf.float32)
-            outputs["record_histograms"] = tf.cast(record_hists, tf.float32)
-            # One stacked tensor each (keys in the plan): few outputs, cheap steps.
-            if signals:
-                outputs["signals"] = tf.cond(
-                    record_scalars,
-                    lambda: tf.stack([tf.cast(fn(), tf.float32) for fn in signals.values()]),
-                    lambda: tf.zeros([len(signals)]),
-                )
-            if hists:
-                outputs["histograms"] = tf.cond(
-                    record_hists,
-                    lambda: tf.stack([fn() for fn in hists.values()]),
-                    lambda: tf.zeros([len(hists), HIST_BUCKETS, 3]),
-                )
-
-        inst._set_plan(Plan(slots, finite_slots, data_details, signal_keys, describes, hist_keys, recording))
-        logs = model.get_metrics_result()
-        logs[OUTPUT_KEY] = outputs
-        return logs
-
-    return train_step
-
-
-def _sanitize_labels(contract, y):
-    """Clips class ids into range so a bad label cannot crash the loss kernel.
+def _sanitize(contract, data):
+    """The batch with class ids clipped into range, when the contract checks labels.
 
     TensorFlow's sparse cross-entropy kernel fails the whole step on a label
     outside `[0, classes)` (on CPU) or returns NaN (on GPU); the data check
-    has already flagged it, and a step with a bad label is never applied.
+    has already flagged it, and such a step is never applied.
     """
-    from tfguard.checks.labels import Labels
-
-    if contract is None or not isinstance(y, tf.Tensor):
-        return y
+    if contract is None or not isinstance(data, tuple) or len(data) < 2:
+        return data
+    y = data[1]
+    if not isinstance(y, tf.Tensor):
+        return data
     for check in contract.checks["y"]:
         if isinstance(check, Labels):
             high = tf.cast(check.num_classes - 1, y.dtype)
-            return tf.clip_by_value(y, tf.zeros_like(high), high)
-    return y
+            return (data[0], tf.clip_by_value(y, tf.zeros_like(high), high), *data[2:])
+    return data
 
 
-class _nothing:
-    def __enter__(self):
-        return None
+def hold_state(model: keras.Model, context: StepContext) -> None:
+    """Holds everything a step of `model` may change, before it runs."""
+    txn = context.transaction
+    txn.hold(model.variables)
+    txn.hold(model.metrics_variables, checked=False)
+    for optimizer in keras_compat.optimizers_of(model):
+        if optimizer.built:
+            txn.hold(optimizer.variables)
 
-    def __exit__(self, *exc):
-        return False
+
+def finite_counts(flags: list[Flag]) -> tf.Tensor:
+    """`[n, 4]`: NaN, +Inf, -Inf and size of each flag's tensor (built under a failure `cond`)."""
+    rows = []
+    for flag in flags:
+        t = tf.cast(flag.tensor, tf.float32)
+        rows.append(tf.stack([
+            tf.reduce_sum(tf.cast(tf.math.is_nan(t), tf.float32)),
+            tf.reduce_sum(tf.cast(tf.equal(t, float("inf")), tf.float32)),
+            tf.reduce_sum(tf.cast(tf.equal(t, float("-inf")), tf.float32)),
+            tf.cast(tf.size(t), tf.float32),
+        ]))
+    return tf.stack(rows)
 
 
-def _unscaled(optimizer, grads) -> list:
-    """The gradients as the signals report them: divided by a LossScaleOptimizer's scale.
+def _coverage(model, context: StepContext, config) -> list[str]:
+    notes = []
+    name = type(model).__name__
+    if config.forward == "output" and not context.losses:
+        notes.append(f"{name}'s train_step does not call compute_loss: the forward checkpoint "
+                     "watches the outputs of the model's direct sub-layers, and the loss "
+                     "checkpoint the float values the step returns")
+    if not context.updates and not context.nested_updates:
+        notes.append(f"{name}'s train_step applied no optimizer update that the guard could see: "
+                     "only the state it holds is checked and rolled back")
+    if context.nested_updates:
+        notes.append(f"{context.nested_updates} optimizer update(s) inside the step's own control "
+                     "flow (a cond or a loop) are checked only through the update checkpoint")
+    return notes
 
-    The tape differentiates the scaled loss; `grad_norm/*` and the gradient
-    histograms describe the true gradients (the optimizer unscales them too).
+
+def make_step(model: keras.Model, inst, original) -> callable:
+    """Builds the guarded/instrumented `train_step(data)` around `original`.
+
+    Args:
+        model: the Keras model.
+        inst: its `Instrumentation` (settings; where the plans are kept).
+        original: the model's own `train_step` (bound method).
+
+    Returns:
+        A function `data -> logs` for Keras's `make_train_function`; it
+        traces the kinds of signals `inst.tracing_kinds` names.
     """
-    if not isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
-        return grads
-    scale = optimizer.dynamic_scale if optimizer.built else optimizer.initial_scale
-    scale = tf.identity(tf.convert_to_tensor(scale))  # the scale of this step's loss, before the update
-    return [None if g is None else tf.convert_to_tensor(g) / tf.cast(scale, tf.convert_to_tensor(g).dtype)
-            for g in grads]
+
+    def train_step(data):
+        inst.prepare()  # host-side set-up, at trace time only
+        kinds = frozenset(inst.tracing_kinds)
+        config = inst.guard
+        if config is None and not kinds:
+            return original(data)
+        x, y, sample_weight = keras_compat.unpack(data)
+        contract = inst.contract if config is not None else None
+        flags: list[Flag] = []
+        if contract is not None:
+            flags += checkpoints.data(contract, x, y, sample_weight, counted=not inst.in_graph_batch)
+        context = StepContext(model)
+        if config is not None:
+            hold_state(model, context)
+        layers_mode = config is not None and config.forward == "layers"
+        want_taps = layers_mode or bool(kinds) or (config is not None and config.forward == "output")
+        with context.active(), (taps.recording() if want_taps else contextlib.nullcontext()) as tape:
+            logs = original(_sanitize(contract, data))
+        records = tape.records if tape is not None else []
+        if not isinstance(logs, dict):
+            logs = {LOGS_KEY: logs}
+        user_logs = {k: v for k, v in logs.items() if k != LOGS_KEY}
+
+        outputs: dict = {}
+        coverage: list[str] = []
+        reject = tf.constant(False)
+        if config is not None:
+            forward_records = records if layers_mode else _direct(model, records)
+            flags += checkpoints.forward(config.forward, context, forward_records)
+            flags += checkpoints.loss(context, user_logs)
+            flags += checkpoints.gradients(context)
+            flags += checkpoints.update(context)
+            coverage = _coverage(model, context, config)
+            if inst.in_graph_batch:
+                outputs["batch"] = {k: v for k, v in (("x", x), ("y", y), ("sample_weight", sample_weight))
+                                    if v is not None}
+            ok = tf.stack([f.ok for f in flags])
+            failures = _all_reduce_sum(tf.cast(tf.logical_not(ok), tf.float32))
+            failed = failures > 0
+            must = [i for i, f in enumerate(flags) if f.slot.must_reject]
+            must_reject = tf.reduce_any(tf.gather(failed, must)) if must else tf.constant(False)
+            reject = must_reject if config.policy == "warn" else tf.reduce_any(failed)
+            outputs["failures"] = failures
+            outputs["applied"] = tf.cast(tf.logical_not(reject), tf.float32)
+            finite = [f for f in flags if f.tensor is not None]
+            if finite:
+                local_failed = tf.logical_not(tf.reduce_all(tf.stack([f.ok for f in finite])))
+                zeros = tf.zeros([len(finite), 4])
+                outputs["finite_counts"] = _all_reduce_sum(
+                    tf.cond(local_failed, lambda: finite_counts(finite), lambda: zeros))
+            counted = [f.result for f in flags if f.result is not None]
+            if counted:  # keyed by position: Keras wraps outputs in an Optional
+                outputs["data_values"] = {
+                    str(i): {k: _all_reduce_sum(tf.cast(v, tf.float32)) if k in _SUMMED
+                             else tf.cast(v, tf.float32) for k, v in r.tensors().items()}
+                    for i, r in enumerate(counted)}
+            context.transaction.restore_if(reject)
+
+        step_optimizer = context.step_optimizer
+        if step_optimizer is not None:
+            inst.step_optimizer = step_optimizer
+            # Read after the restore: a rejected step did not move it.
+            outputs["iterations"] = tf.identity(tf.convert_to_tensor(step_optimizer.iterations))
+        scalar_keys: list[str] = []
+        histogram_keys: list[str] = []
+        if kinds:
+            scalars, hists = probes.build(model, context, records, x, y, inst.wanted,
+                                          HISTOGRAMS in kinds)
+            scalar_keys, histogram_keys = list(scalars), list(hists)
+            if scalars:
+                outputs["signals"] = tf.stack([tf.cast(fn(), tf.float32) for fn in scalars.values()])
+            if hists:
+                outputs["histograms"] = tf.stack([fn() for fn in hists.values()])
+        finite_slots = [i for i, f in enumerate(flags) if f.tensor is not None]
+        inst.set_plan(Plan(
+            slots=[f.slot for f in flags], finite_slots=finite_slots,
+            data_results=[f.result for f in flags if f.result is not None],
+            scalar_keys=scalar_keys, histogram_keys=histogram_keys, kinds=kinds,
+            coverage=coverage, counts_steps=step_optimizer is not None,
+        ))
+        logs = dict(logs)
+        logs[OUTPUT_KEY] = outputs
+        return logs
+
+    setattr(train_step, ORIGINAL_STEP, original)
+    return train_step
 
 
-def _is_float(variable) -> bool:
-    """Whether a (Keras or TensorFlow) variable holds floats (Keras spells dtypes as strings)."""
-    try:
-        return tf.as_dtype(variable.dtype).is_floating
-    except TypeError:
-        return False
+def _direct(model: keras.Model, records: list) -> list:
+    """The tape's records of the model's direct sub-layers (the output-mode fallback)."""
+    direct = {id(layer) for layer in getattr(model, "layers", [])}
+    return [(layer, out) for layer, out in records if id(layer) in direct]
 
 
-def _weights_before(variables) -> list[tf.Tensor | None]:
-    """Each float trainable variable's value before the update (`None` for the others)."""
-    return [tf.identity(tf.convert_to_tensor(v)) if _is_float(v) else None for v in variables]
-
-
-def _weight_signals(model, variables, before, signals) -> None:
-    """`weight_norm/<layer>` and `update_ratio/<layer>` thunks.
-
-    They read the variables after the update (the thunks run in branches
-    traced after it; TensorFlow orders the reads after the writes). A layer
-    whose weights were exactly zero before has no ratio: it is written as
-    -1 and the host leaves it out.
-    """
-    by_layer: dict[str, list[int]] = {}
-    for index, variable in enumerate(variables):
-        if before[index] is not None:
-            by_layer.setdefault(_layer_key(variable, model.name), []).append(index)
-
-    def norms(positions):
-        after = [tf.cast(tf.convert_to_tensor(variables[i]), tf.float32) for i in positions]
-        old = [tf.cast(before[i], tf.float32) for i in positions]
-        weight = tf.sqrt(tf.add_n([tf.reduce_sum(tf.square(w)) for w in after]))
-        delta = tf.sqrt(tf.add_n([tf.reduce_sum(tf.square(w - b)) for w, b in zip(after, old)]))
-        base = tf.sqrt(tf.add_n([tf.reduce_sum(tf.square(b)) for b in old]))
-        ratio = tf.where(tf.equal(base, 0.0), tf.constant(NO_RATIO), delta / base)
-        return weight, ratio
-
-    for layer, positions in by_layer.items():
-        computed: dict = {}
-
-        def pick(which, p=positions, c=computed):
-            # weight and ratio thunks run in one branch graph: one computation there
-            if "norms" not in c:
-                c["norms"] = norms(p)
-            return c["norms"][which]
-
-        signals[tags.weight_norm(layer)] = lambda f=pick: f(0)
-        signals[tags.update_ratio(layer)] = lambda f=pick: f(1)
-
-
-def _signal_fns(model, inst, x, y, variables, grads, sq_norms, records, before=None):
-    """Builds `tag -> thunk` maps for scalar signals and histograms."""
-    signals: dict[str, callable] = {}
-    hists: dict[str, callable] = {}
-    by_layer: dict[str, list[int]] = {}
-    present = [i for i, g in enumerate(grads) if g is not None]
-    for position, index in enumerate(present):
-        by_layer.setdefault(_layer_key(variables[index], model.name), []).append(position)
-    signals[tags.GLOBAL_GRAD_NORM] = lambda: tf.sqrt(tf.add_n(sq_norms)) if sq_norms else 0.0
-    for layer, positions in by_layer.items():
-        signals[tags.grad_norm(layer)] = lambda p=positions: tf.sqrt(tf.add_n([sq_norms[i] for i in p]))
-        members = [tf.convert_to_tensor(grads[present[i]]) for i in positions]
-        signals[tags.zero_grad_fraction(layer)] = lambda m=members: stats.zero_fraction(m)
-    inputs = [t for _, t in leaves("x", x) if t.dtype.is_floating or t.dtype.is_integer]
-    if inputs:
-        first, computed = inputs[0], {}
-
-        def moment(key):
-            # The four thunks run in one branch graph: compute the moments once there.
-            if "moments" not in computed:
-                computed["moments"] = stats.moments(first)
-            return computed["moments"][key]
-
-        for key, tag in (
-            ("min", tags.INPUT_MIN),
-            ("max", tags.INPUT_MAX),
-            ("mean", tags.INPUT_MEAN),
-            ("std", tags.INPUT_STD),
-        ):
-            signals[tag] = lambda k=key: moment(k)
-    targets = [t for _, t in leaves("y", y) if t.dtype.is_floating or t.dtype.is_integer]
-    if targets:
-        signals[tags.LABEL_MIN] = lambda t=targets[0]: tf.reduce_min(tf.cast(t, tf.float32))
-        signals[tags.LABEL_MAX] = lambda t=targets[0]: tf.reduce_max(tf.cast(t, tf.float32))
-    seen: set[str] = set()
-    for layer, outputs in records:
-        outs = _float_leaves(outputs)
-        if not outs or layer.name in seen:
-            continue
-        seen.add(layer.name)
-        kind = stats.activation_kind(layer)
-        if kind == "relu":
-            signals[tags.dead_fraction(layer.name)] = lambda t=outs[0]: stats.dead_fraction(t)
-        elif kind in stats.SATURATING:
-            signals[tags.saturated_fraction(layer.name)] = (
-                lambda t=outs[0], k=kind: stats.saturated_fraction(t, k)
-            )
-        if inst.histograms_every > 0 and inst.histogram_activations:
-            hists[tags.hist_activations(layer.name)] = lambda t=outs[0]: stats.buckets(
-                stats.leading_examples(t), HIST_BUCKETS, xla=bool(model.jit_compile)
-            )
-    if inst.histograms_every > 0 and inst.histogram_gradients:
-        for index in present:
-            grad = tf.convert_to_tensor(grads[index])
-            hists[tags.hist_gradients(variables[index].path)] = lambda g=grad: stats.buckets(
-                g, HIST_BUCKETS, xla=bool(model.jit_compile)
-            )
-    if before is not None:
-        _weight_signals(model, variables, before, signals)
-    if inst.histograms_every > 0 and inst.histogram_weights:
-        for variable in model.weights:  # after the update, non-trainable ones too
-            if _is_float(variable):
-                hists[tags.hist_weights(variable.path)] = lambda v=variable: stats.buckets(
-                    tf.convert_to_tensor(v), HIST_BUCKETS, xla=bool(model.jit_compile)
-                )
-    return signals, hists
+__all__ = ["HISTOGRAMS", "LOGS_KEY", "OUTPUT_KEY", "SCALARS", "Plan", "finite_counts", "hold_state",
+           "make_step"]

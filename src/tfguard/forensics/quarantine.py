@@ -1,10 +1,14 @@
 """Quarantine: the bad batch, the step and the weights in use, saved without pickle.
 
-A quarantine folder holds `batch.npz` (x, y, sample weights), `weights.npz`
-(every model variable, by index; names in the metadata), `meta.json` (step,
-checkpoint, where, counts, message, structure of the batch, versions) and,
-when Keras can save the model, `model.keras`. Everything loads with
-`allow_pickle=False` and Keras `safe_mode=True`.
+A quarantine folder `<root>/<model>/batch-<N>` holds `batch.npz` (x, y,
+sample weights), `weights.npz` (every model variable, by index; names in the
+metadata), `meta.json` (batch, epoch, global step, checkpoint, where,
+counts, message, structure of the batch, versions, the files that define
+the model's classes), `model.keras` when Keras can save the model, and
+`replay.json` when the batch was localized with the live model. Everything
+loads with `allow_pickle=False` and Keras `safe_mode=True`; a damaged or
+crafted folder gives a `QuarantineError` naming the file, and `meta.json`
+cannot point outside its folder.
 
 Example (the guard saves a batch holding a NaN; it loads back as it was):
 
@@ -15,7 +19,7 @@ Example (the guard saves a batch holding a NaN; it loads back as it was):
 >>> x = np.ones((4, 3), "float32"); x[2, 1] = np.nan
 >>> _ = model.fit(x, np.ones((4, 1)), batch_size=4, verbose=0)
 >>> q = load_quarantine(tfguard.guard_events(model)[0].quarantine)
->>> q.x.shape, int(np.isnan(q.x).sum()), q.meta["step"], q.meta["checkpoint"]
+>>> q.x.shape, int(np.isnan(q.x).sum()), q.batch, q.meta["checkpoint"]
 ((4, 3), 1, 0, 'data')
 """
 
@@ -23,18 +27,26 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import inspect
 import json
 import os
 import re
+import warnings
 
 import keras
 import numpy as np
 import tensorflow as tf
 
 from tfguard.errors import QuarantineError
+from tfguard.hooks import keras_compat
 
 ROLES = ("x", "y", "sample_weight")
 SEPARATOR = "::"
+FORMAT = "tfguard.quarantine/1"
+REPLAY_FORMAT = "tfguard.replay/1"
+META_FILE = "meta.json"
+MODEL_FILE = "model.keras"
+REPLAY_FILE = "replay.json"
 
 
 def _local_numpy(value, strategy) -> np.ndarray:
@@ -82,26 +94,27 @@ def _unique_dir(root: str, name: str) -> str:
 
 
 def save_quarantine(root: str, model: keras.Model, data, event, strategy=None) -> str:
-    """Saves a bad batch with the step and the weights in use; returns the folder.
+    """Saves a bad batch with where it sat and the weights in use; returns the folder.
 
     Args:
-        root: the quarantine root; the batch goes to `root/<model>/step-<N>`.
+        root: the quarantine root; the batch goes to `root/<model>/batch-<N>`
+            (N: the batch's 0-based index among all batches the model trained on).
         model: the model whose weights were used for the batch.
         data: the batch as Keras received it (`x`, `(x, y)` or `(x, y, sw)`).
-        event: the `GuardEvent` (step, checkpoint, where, message, counts).
+        event: the `GuardEvent` (batch, epoch, step, checkpoint, where, message, counts).
         strategy: the distribution strategy, to gather per-replica values.
             Defaults to `None`.
 
     Returns:
         The path of the new quarantine folder.
-    """
-    from keras.src.trainers.data_adapters import data_adapter_utils
 
+    Raises:
+        OSError: when the folder or a file cannot be written.
+    """
     strategy = strategy or tf.distribute.get_strategy()
-    x, y, sample_weight = data_adapter_utils.unpack_x_y_sample_weight(data)
-    folder = _unique_dir(
-        os.path.join(root, _safe_component(model.name)), f"step-{int(event.step):08d}"
-    )
+    x, y, sample_weight = keras_compat.unpack(data)
+    batch = int(event.batch if getattr(event, "batch", None) is not None else event.step)
+    folder = _unique_dir(os.path.join(root, _safe_component(model.name)), f"batch-{batch:08d}")
     arrays, structure = {}, {}
     for role, value in zip(ROLES, (x, y, sample_weight)):
         structure[role] = _structure(value)
@@ -116,12 +129,19 @@ def save_quarantine(root: str, model: keras.Model, data, event, strategy=None) -
     )
     model_file, model_error = None, None
     try:
-        model.save(os.path.join(folder, "model.keras"))
-        model_file = "model.keras"
+        with warnings.catch_warnings():  # a model with no call() is "not built"; its batch matters
+            warnings.simplefilter("ignore")
+            model.save(os.path.join(folder, MODEL_FILE))
+        model_file = MODEL_FILE
+    except OSError:
+        raise
     except Exception as error:  # a model Keras cannot serialize still gets its batch saved
         model_error = f"{type(error).__name__}: {error}"
     meta = {
-        "format": "tfguard.quarantine/1",
+        "format": FORMAT,
+        "batch": batch,
+        "epoch": getattr(event, "epoch", None),
+        "epoch_batch": getattr(event, "epoch_batch", None),
         "step": int(event.step),
         "checkpoint": event.checkpoint,
         "where": event.where,
@@ -131,14 +151,49 @@ def save_quarantine(root: str, model: keras.Model, data, event, strategy=None) -
         "action": event.action,
         "saved_at": _dt.datetime.now().isoformat(timespec="seconds"),
         "model": {"name": model.name, "class": type(model).__name__, "file": model_file,
-                  "save_error": model_error},
+                  "save_error": model_error, "defined_in": defined_in(model)},
         "structure": structure,
         "variables": [getattr(v, "path", v.name) for v in variables],
         "versions": {"tensorflow": tf.__version__, "keras": keras.__version__},
     }
-    with open(os.path.join(folder, "meta.json"), "w", encoding="utf-8") as handle:
+    with open(os.path.join(folder, META_FILE), "w", encoding="utf-8") as handle:
         json.dump(meta, handle, indent=2)
     return folder
+
+
+def defined_in(model: keras.Model) -> list[str]:
+    """The source files of the model's class and of its custom layers (not Keras's own).
+
+    What `tfguard replay PATH --import FILE` needs to load a model whose
+    classes live in the training script.
+    """
+    files: list[str] = []
+    classes = [type(model)] + [type(layer) for layer in keras_compat.nested_layers(model)]
+    for cls in classes:
+        module = getattr(cls, "__module__", "") or ""
+        if module.startswith(("keras", "tensorflow", "tf_keras")):
+            continue
+        try:
+            source = inspect.getsourcefile(cls)
+        except (TypeError, OSError):
+            source = None
+        label = source or module
+        if label and label not in files:
+            files.append(label)
+    return files
+
+
+def store_replay(folder: str, report, model: keras.Model) -> str:
+    """Writes the replay done with the live model beside the batch (`replay.json`).
+
+    `tfguard replay PATH` shows it when the saved model cannot be loaded back.
+    """
+    path = os.path.join(folder, REPLAY_FILE)
+    record = {"format": REPLAY_FORMAT, "report": report.to_dict(), "model": model.name,
+              "defined_in": defined_in(model)}
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(record, handle, indent=2, default=str)
+    return path
 
 
 @dataclasses.dataclass
@@ -161,28 +216,70 @@ class Quarantine:
     sample_weight: object
     weights: dict
 
+    @property
+    def batch(self) -> int:
+        """The batch's 0-based index among all batches the model trained on."""
+        return int(self.meta.get("batch", self.meta["step"]))
+
+    def model_path(self) -> str | None:
+        """The saved model's path, confined to the folder; `None` when none was saved.
+
+        Raises:
+            QuarantineError: when `meta.json` points outside the folder.
+        """
+        name = self.meta["model"].get("file")
+        if not name:
+            return None
+        folder = os.path.realpath(self.path)
+        path = os.path.realpath(os.path.join(folder, str(name)))
+        if os.path.dirname(path) != folder:
+            raise QuarantineError(
+                f"Received an invalid 'model.file' in {os.path.join(self.path, META_FILE)}: "
+                f"{name!r} points outside the quarantine folder, expected a file name inside it "
+                f"such as {MODEL_FILE!r}.",
+                hint="the folder was edited or crafted; replay with the live model: "
+                "tfguard.replay(path, model=my_model)",
+            )
+        return path
+
     def load_model(self, custom_objects=None) -> keras.Model:
         """Loads the saved model with `safe_mode=True`.
 
         Raises:
-            QuarantineError: when the model could not be saved with the batch.
+            QuarantineError: when the model could not be saved with the batch,
+                cannot be loaded, or `meta.json` points outside the folder.
         """
-        name = self.meta["model"].get("file")
-        if not name:
+        path = self.model_path()
+        if path is None:
             raise QuarantineError(
                 f"Quarantine {self.path} has no saved model "
                 f"({self.meta['model'].get('save_error')}).",
                 hint="pass the model: tfguard.replay(path, model=my_model)",
             )
-        path = os.path.join(self.path, name)
         try:
             return keras.saving.load_model(path, custom_objects=custom_objects, safe_mode=True)
-        except (ValueError, TypeError) as error:
+        except (ValueError, TypeError, KeyError, OSError) as error:
+            defined = [str(d) for d in self.meta["model"].get("defined_in") or []]
+            where = f" (its classes are defined in {', '.join(defined)})" if defined else ""
             raise QuarantineError(
-                f"The model saved in {path} cannot be loaded with safe_mode=True: {error}",
-                hint="pass the model that was training: tfguard.replay(path, model=my_model), "
-                "or custom_objects=... for custom layers",
+                f"The model saved in {path} cannot be loaded with safe_mode=True{where}: {error}",
+                hint="import the code that defines its layers: tfguard replay PATH --import "
+                "FILE.py (a script that does not train on import), or pass the model that was "
+                "training: tfguard.replay(path, model=my_model)",
             ) from error
+
+    def stored_replay(self) -> dict | None:
+        """The replay made with the live model when the batch was saved (`replay.json`), if any."""
+        path = os.path.join(self.path, REPLAY_FILE)
+        if not os.path.isfile(path):
+            return None
+        record = _read_json(path)
+        report = record.get("report") if isinstance(record, dict) else None
+        if record.get("format") != REPLAY_FORMAT or not isinstance(report, dict):
+            raise QuarantineError(
+                f"Received an invalid replay record {path}, expected format {REPLAY_FORMAT!r} "
+                "with a 'report' object.")
+        return record
 
 
 def _rebuild(structure: dict, values: dict):
@@ -192,9 +289,34 @@ def _rebuild(structure: dict, values: dict):
     if kind == "tensor":
         return values[""]
     if kind == "dict":
-        return {k: values[k] for k in structure["keys"]}
-    items = [values[str(i)] for i in range(structure["length"])]
+        return {str(k): values[str(k)] for k in structure["keys"]}
+    items = [values[str(i)] for i in range(int(structure["length"]))]
     return tuple(items) if kind == "tuple" else items
+
+
+def _read_json(path: str):
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise QuarantineError(
+            f"Received an unreadable file {path}: {type(error).__name__}: {error}, expected "
+            "JSON written by tfguard.",
+            hint="the quarantine folder is damaged; take the batch from a fresh violation",
+        ) from error
+
+
+def _read_npz(path: str) -> dict[str, np.ndarray]:
+    try:
+        with np.load(path, allow_pickle=False) as stored:
+            return {key: stored[key] for key in stored.files}
+    except (OSError, ValueError, EOFError, KeyError) as error:
+        # ValueError: object arrays (pickle refused), a damaged archive
+        raise QuarantineError(
+            f"Received an unreadable array file {path}: {type(error).__name__}: {error}, expected "
+            "plain numeric arrays (no pickled objects).",
+            hint="the quarantine folder is damaged or crafted; take the batch from a fresh violation",
+        ) from error
 
 
 def load_quarantine(path: str) -> Quarantine:
@@ -202,32 +324,48 @@ def load_quarantine(path: str) -> Quarantine:
 
     Example:
 
-    >>> # q = load_quarantine("tfguard-quarantine/sequential/step-00001200")
+    >>> load_quarantine("no/such/folder")
+    Traceback (most recent call last):
+    ...
+    tfguard.errors.QuarantineError: Received an invalid quarantine folder 'no/such/folder': 'meta.json' is missing, expected meta.json, batch.npz and weights.npz.
+    Try: pass a folder printed by a GuardViolation, e.g. tfguard-quarantine/<model>/batch-N
 
     Raises:
-        QuarantineError: for a missing folder or file, or a foreign format.
+        QuarantineError: for a missing folder or file, a foreign format, a
+            damaged file, or metadata that does not match the arrays.
     """
-    meta_path = os.path.join(path, "meta.json")
-    for needed in ("meta.json", "batch.npz", "weights.npz"):
+    path = os.fspath(path)
+    for needed in (META_FILE, "batch.npz", "weights.npz"):
         if not os.path.isfile(os.path.join(path, needed)):
             raise QuarantineError(
                 f"Received an invalid quarantine folder '{path}': '{needed}' is missing, "
                 "expected meta.json, batch.npz and weights.npz.",
-                hint="pass a folder printed by a GuardViolation, e.g. tfguard-quarantine/<model>/step-N",
+                hint="pass a folder printed by a GuardViolation, e.g. tfguard-quarantine/<model>/batch-N",
             )
-    with open(meta_path, encoding="utf-8") as handle:
-        meta = json.load(handle)
-    if meta.get("format") != "tfguard.quarantine/1":
+    meta_path = os.path.join(path, META_FILE)
+    meta = _read_json(meta_path)
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        found = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
         raise QuarantineError(
-            f"Received an unknown quarantine format in {meta_path}: {meta.get('format')!r}, "
-            "expected 'tfguard.quarantine/1'."
+            f"Received an unknown quarantine format in {meta_path}: {found!r}, expected {FORMAT!r}."
         )
-    per_role: dict[str, dict] = {role: {} for role in ROLES}
-    with np.load(os.path.join(path, "batch.npz"), allow_pickle=False) as batch:
-        for key in batch.files:
+    arrays = _read_npz(os.path.join(path, "batch.npz"))
+    stored = _read_npz(os.path.join(path, "weights.npz"))
+    try:
+        per_role: dict[str, dict] = {role: {} for role in ROLES}
+        for key, value in arrays.items():
             role, _, leaf = key.partition(SEPARATOR)
-            per_role[role][leaf] = batch[key]
-    with np.load(os.path.join(path, "weights.npz"), allow_pickle=False) as stored:
-        weights = {name: stored[f"w{i:05d}"] for i, name in enumerate(meta["variables"])}
-    rebuilt = {role: _rebuild(meta["structure"][role], per_role[role]) for role in ROLES}
+            per_role[role][leaf] = value
+        weights = {str(name): stored[f"w{i:05d}"] for i, name in enumerate(meta["variables"])}
+        rebuilt = {role: _rebuild(meta["structure"][role], per_role[role]) for role in ROLES}
+        int(meta["step"])
+        if not isinstance(meta["model"], dict):
+            raise TypeError("'model' is not an object")
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        raise QuarantineError(
+            f"Received a quarantine {meta_path} that does not match its arrays: "
+            f"{type(error).__name__}: {error}, expected the keys tfguard writes (step, model, "
+            "structure, variables) and one array per variable and batch leaf.",
+            hint="the quarantine folder is damaged or crafted; take the batch from a fresh violation",
+        ) from error
     return Quarantine(path, meta, rebuilt["x"], rebuilt["y"], rebuilt["sample_weight"], weights)

@@ -1,8 +1,9 @@
 """Replay a quarantined batch eagerly and name the first layer, variable and op at fault.
 
-The replay loads the batch and the weights in use, runs the forward pass
-eagerly with a tap on every (nested) layer, computes the loss and the
-gradients, and reports:
+The replay loads the batch and the weights in use, runs the model's own
+train step eagerly (Keras's or an override: a GAN's, a VAE's) with a tap on
+every (nested) layer and the optimizer's door recording the gradients, and
+reports:
 
 * the first layer (in completion order) whose output is non-finite;
 * the first trainable variable whose gradient is non-finite;
@@ -10,7 +11,8 @@ gradients, and reports:
   under `tf.debugging.enable_check_numerics()` (fine here: a replay is
   eager and never XLA-compiled).
 
-The model's weights are restored afterwards, so a replay never changes it.
+Every variable of the model, its metrics and its optimizers is restored
+afterwards, so a replay never changes the model.
 
 Example (a layer takes the log of a negative input: caught, saved, replayed):
 
@@ -38,8 +40,10 @@ import numpy as np
 import tensorflow as tf
 
 from tfguard.errors import QuarantineError
-from tfguard.firewall import taps
 from tfguard.forensics.quarantine import load_quarantine
+from tfguard.hooks import keras_compat, taps
+from tfguard.hooks.context import ORIGINAL_STEP, StepContext
+from tfguard.hooks.transaction import Transaction
 
 _OP = re.compile(r'in output (\d+) of (?:eagerly-executing|graph) op "([^"]+)"')
 _COUNT = re.compile(r"# of ([+-]?(?:Inf|NaN)) elements: (\d+)")
@@ -125,28 +129,74 @@ def _counts(tensor) -> dict:
     }
 
 
-def _forward_backward(model, x, y, sample_weight):
-    with tf.GradientTape() as tape:
-        with taps.recording() as tape_records:
-            y_pred = model(x, training=True) if model._call_has_training_arg else model(x)
-        loss = model._compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=True)
-    grads = tape.gradient(loss, model.trainable_weights)
-    return tape_records.records, loss, grads
+def own_step(model: keras.Model):
+    """The model's own `train_step`, under any step tfguard wrapped around it."""
+    step = model.train_step
+    return getattr(step, ORIGINAL_STEP, step)
 
 
-def replay(path: str, model: keras.Model | None = None, custom_objects=None) -> ReplayReport:
-    """Re-runs a quarantined batch eagerly and localizes the first NaN/Inf.
+def _batch(quarantine):
+    """The batch as Keras handed it to the step: `x`, `(x, y)` or `(x, y, sample_weight)`."""
+    parts = [quarantine.x, quarantine.y, quarantine.sample_weight]
+    while len(parts) > 1 and parts[-1] is None:
+        parts.pop()
+    converted = [tf.nest.map_structure(tf.convert_to_tensor, p) if p is not None else None
+                 for p in parts]
+    return converted[0] if len(converted) == 1 else tuple(converted)
+
+
+def _run_step(model, step_fn, data):
+    """Runs the step eagerly; returns `(tape records, StepContext, logs, error)`."""
+    context = StepContext(model)
+    logs, error = None, None
+    with context.active(), taps.recording() as tape:
+        try:
+            logs = step_fn(data)
+        except (tf.errors.InvalidArgumentError, ValueError, TypeError, NotImplementedError) as raised:
+            error = raised
+    return tape.records, context, logs, error
+
+
+def _forward_only(model, data):
+    """A forward pass with taps, for a model whose step cannot run (not compiled)."""
+    x, _, _ = keras_compat.unpack(data)
+    with taps.recording() as tape:
+        model(x, training=True) if keras_compat.call_has_training_arg(model) else model(x)
+    return tape.records
+
+
+def _loss_of(context, logs) -> float:
+    if context.losses:
+        return float(context.losses[0].loss)
+    if isinstance(logs, dict) and "loss" in logs:
+        return float(logs["loss"])
+    return float("nan")
+
+
+def replay(path: str, model: keras.Model | None = None, custom_objects=None,
+           step_fn=None) -> ReplayReport:
+    """Re-runs a quarantined batch eagerly through the model's own step and localizes the first NaN/Inf.
+
+    The step (Keras's `train_step` or the model's override) runs eagerly on
+    the batch with the weights in use, with a tap on every nested layer and
+    the optimizer's door recording the gradients; then every variable of
+    the model, its metrics and its optimizers is put back bitwise.
 
     Example:
 
-    >>> # print(tfguard.replay("tfguard-quarantine/net/step-00000007").summary())
+    >>> replay("no/such/quarantine")
+    Traceback (most recent call last):
+    ...
+    tfguard.errors.QuarantineError: Received an invalid quarantine folder 'no/such/quarantine': 'meta.json' is missing, expected meta.json, batch.npz and weights.npz.
+    Try: pass a folder printed by a GuardViolation, e.g. tfguard-quarantine/<model>/batch-N
 
     Args:
         path: a quarantine folder.
         model: the model to replay on (its weights are set from the
-            quarantine and restored after). `None` loads the saved
-            `model.keras`. Defaults to `None`.
+            quarantine and everything is restored after). `None` loads the
+            saved `model.keras`. Defaults to `None`.
         custom_objects: for loading a model with custom layers. Defaults to `None`.
+        step_fn: the step to run. Defaults to `None` (the model's own `train_step`).
 
     Returns:
         A `ReplayReport`.
@@ -165,17 +215,29 @@ def replay(path: str, model: keras.Model | None = None, custom_objects=None) -> 
             f"{len(quarantine.weights)}.",
             hint="replay on the model that was training when the violation happened",
         )
-    saved = [v.numpy() for v in variables]
+    step_fn = step_fn or own_step(model)
+    data = _batch(quarantine)
+    state = Transaction()
+    state.hold(model.variables)
+    state.hold(model.metrics_variables)
+    for optimizer in keras_compat.optimizers_of(model):
+        if optimizer.built:
+            state.hold(optimizer.variables)
     layers = taps.tappable_layers(model, recursive=True)
-    added = [layer for layer in layers if taps._MARK not in layer.__dict__]
+    added = [layer for layer in layers if not taps.is_tapped(layer)]
     taps.install(added)
-    try:
+
+    def load_weights():
         for variable, value in zip(variables, quarantine.weights.values()):
             variable.assign(value)
-        records, loss, grads = _forward_backward(
-            model, quarantine.x, quarantine.y, quarantine.sample_weight
-        )
-        report = ReplayReport(path=path, step=int(quarantine.meta["step"]), loss=float(loss))
+
+    try:
+        load_weights()
+        records, context, logs, error = _run_step(model, step_fn, data)
+        if error is not None and not context.updates and not context.losses:
+            records = _forward_only(model, data)
+        report = ReplayReport(path=path, step=int(quarantine.meta["step"]),
+                              loss=_loss_of(context, logs))
         for layer, outputs in records:
             flat = [t for t in tf.nest.flatten(outputs) if isinstance(t, tf.Tensor)]
             for index, tensor in enumerate(flat):
@@ -184,36 +246,41 @@ def replay(path: str, model: keras.Model | None = None, custom_objects=None) -> 
                         report.first_layer, report.first_layer_output = layer.name, index
                     if layer.name not in report.nonfinite_layers:
                         report.nonfinite_layers.append(layer.name)
-        for variable, grad in zip(model.trainable_weights, grads):
-            if grad is not None and _nonfinite(tf.convert_to_tensor(grad)):
-                name = getattr(variable, "path", variable.name)
-                if report.first_variable is None:
-                    report.first_variable = name
-                    report.variable_counts = _counts(grad)
-                report.nonfinite_variables.append(name)
+        for update in context.updates:
+            for variable, grad in zip(update.variables, update.unscaled()):
+                if grad is not None and _nonfinite(tf.convert_to_tensor(grad)):
+                    name = getattr(variable, "path", variable.name)
+                    if report.first_variable is None:
+                        report.first_variable = name
+                        report.variable_counts = _counts(grad)
+                    if name not in report.nonfinite_variables:
+                        report.nonfinite_variables.append(name)
         if report.first_layer or report.first_variable or not np.isfinite(report.loss):
-            for variable, value in zip(variables, quarantine.weights.values()):
-                variable.assign(value)
-            _find_op(model, quarantine, report)
+            state.restore_if(tf.constant(True))
+            load_weights()
+            _find_op(model, step_fn, data, report)
         return report
     finally:
-        for variable, value in zip(variables, saved):
-            variable.assign(value)
+        state.restore_if(tf.constant(True))
         taps.uninstall(added)
 
 
-def _find_op(model, quarantine, report: ReplayReport) -> None:
+def _find_op(model, step_fn, data, report: ReplayReport) -> None:
     tf.debugging.enable_check_numerics()
     try:
-        _forward_backward(model, quarantine.x, quarantine.y, quarantine.sample_weight)
-    except tf.errors.InvalidArgumentError as error:
-        text = str(error)
-        match = _OP.search(text)
-        if match:
-            report.op_output, report.op_type = int(match.group(1)), match.group(2)
-            counts = ", ".join(f"{n} {kind}" for kind, n in _COUNT.findall(text))
-            layer = _LAYER.search(text)
-            where = f" in {layer.group(1)}.call" if layer else ""
-            report.op_detail = f"{where}{': ' + counts if counts else ''}"
+        _, _, _, error = _run_step(model, step_fn, data)
     finally:
         tf.debugging.disable_check_numerics()
+    if not isinstance(error, tf.errors.InvalidArgumentError):
+        return
+    text = str(error)
+    match = _OP.search(text)
+    if match:
+        op_type = match.group(2)
+        if op_type.startswith(("b'", 'b"')) and op_type[-1:] in ("'", '"'):
+            op_type = op_type[2:-1]  # some TensorFlow paths print the op type as bytes
+        report.op_output, report.op_type = int(match.group(1)), op_type
+        counts = ", ".join(f"{n} {kind}" for kind, n in _COUNT.findall(text))
+        layer = _LAYER.search(text)
+        where = f" in {layer.group(1)}.call" if layer else ""
+        report.op_detail = f"{where}{': ' + counts if counts else ''}"

@@ -35,7 +35,7 @@ A step records when the optimizer's `iterations` before it is a multiple of
 sit at steps 1, 11, 21, ...
 
 Under `tf.distribute.MultiWorkerMirroredStrategy` only the chief writes
-(`tfguard.firewall.multiworker.is_chief`): every worker asks the step for the
+(`tfguard.distribute.multiworker.is_chief`): every worker asks the step for the
 same signals (they trace the same step), but the others write nothing, not
 even a run directory. Every training session opens its event file with
 `SessionLog.START` at the first step it trains, as TensorFlow's supervisors
@@ -385,7 +385,7 @@ class Logger(keras.callbacks.Callback):
         self._guarded(self._train_begin)
 
     def _train_begin(self):
-        from tfguard.firewall.multiworker import is_chief
+        from tfguard.distribute.multiworker import is_chief
 
         model = self.model
         self._filter_histograms(True)

@@ -26,6 +26,8 @@ from collections.abc import Iterable, Iterator
 
 import keras
 
+from tfguard.hooks import keras_compat
+
 _ACTIVE = threading.local()
 _MARK = "_tfguard_original_call"
 
@@ -61,6 +63,11 @@ def _tapped(layer: keras.layers.Layer, original):
     return call
 
 
+def is_tapped(layer: keras.layers.Layer) -> bool:
+    """Whether `layer` carries a tap."""
+    return _MARK in layer.__dict__
+
+
 def install(layers: Iterable[keras.layers.Layer]) -> int:
     """Taps every layer (once); returns how many were newly tapped."""
     added = 0
@@ -88,8 +95,5 @@ def tappable_layers(model: keras.Model, recursive: bool = False) -> list[keras.l
     Functional and Sequential models: every layer. Subclassed models: their
     direct sub-layers. With `recursive=True` (replays), every nested layer.
     """
-    if recursive:
-        layers = list(model._flatten_layers(include_self=False, recursive=True))
-    else:
-        layers = list(model.layers)
+    layers = keras_compat.nested_layers(model) if recursive else list(model.layers)
     return [layer for layer in layers if not isinstance(layer, keras.layers.InputLayer)]

@@ -25,7 +25,7 @@ def main(settings: dict) -> int:
 
     import tfguard
     from tfguard.errors import WorkerLostError
-    from tfguard.firewall import multiworker
+    from tfguard.distribute import multiworker
 
     started = time.time()
     options = tf.distribute.experimental.CommunicationOptions(

@@ -24,7 +24,7 @@ import pytest
 import tensorflow as tf
 
 from tfguard.errors import ContractError, TfguardError, WorkerLostError
-from tfguard.firewall import multiworker
+from tfguard.distribute import multiworker
 
 WORKER = Path(__file__).with_name("multiworker_worker.py")
 WORKERS = 2

@@ -1,0 +1,244 @@
+"""The host loop: the train function Keras calls, around the traces of the guarded step.
+
+For each step the host:
+
+1. asks the bus what the step records (nothing, scalars, or scalars and
+   histograms) from the global step it keeps, and calls the matching trace
+   (each is its own `tf.function` over the same wrapped step; the plain one
+   holds no signal op);
+2. counts the batch (batches seen, and epoch and batch in the epoch, from a
+   small callback the guarded `fit` carries), so a bad batch is named by
+   where it sat, not by the optimizer's iterations, which do not move on a
+   rejected step;
+3. reads the flags: a violation goes to the policy (`Violation.handle`);
+4. hands one `StepRecord` to the listeners due, and returns Keras the logs:
+   on a rejected step, the last applied step's logs of this epoch (a
+   rejected batch never enters what Keras shows).
+
+One replica, one step per execution: the step hands the batch back with its
+flags (a tensor handle, no copy), and Keras keeps pulling batches in-graph.
+Otherwise (replicas, `steps_per_execution > 1`) the host pulls each batch so
+a bad one is still in hand.
+
+Example:
+
+>>> import keras, numpy as np, tfguard
+>>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+>>> model.compile(optimizer="sgd", loss="mse")
+>>> x = np.ones((8, 2), "float32"); x[5, 0] = np.nan
+>>> model = tfguard.guard(model, policy="skip", localize=False, quarantine_dir=None)
+>>> _ = model.fit(x, np.ones((8, 1)), batch_size=2, epochs=2, shuffle=False, verbose=0)
+>>> [(e.batch, e.epoch, e.epoch_batch, e.step) for e in tfguard.guard_events(model)]
+[(2, 0, 2, 2), (6, 1, 2, 5)]
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfguard.firewall.probes import NO_RATIO
+from tfguard.firewall.record import StepRecord, freeze
+from tfguard.firewall.step import LOGS_KEY, OUTPUT_KEY
+
+
+class EpochTracker(keras.callbacks.Callback):
+    """Tells the host which epoch of `fit` runs (no batch hook: Keras keeps dispatching fast)."""
+
+    def __init__(self, inst):
+        super().__init__()
+        self.inst = inst
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.inst.begin_epoch(int(epoch))
+
+    def on_train_end(self, logs=None):
+        self.inst.end_fit()
+
+
+def wrap_fit(model: keras.Model, inst):
+    """A `fit` for this model that carries an `EpochTracker` (and calls the class's `fit`)."""
+    signature = inspect.signature(type(model).fit)
+
+    @functools.wraps(type(model).fit)
+    def fit(*args, **kwargs):
+        method = type(model).fit
+        try:
+            bound = signature.bind(model, *args, **kwargs)
+        except TypeError:  # a wrong call: let Keras say what is wrong
+            return method(model, *args, **kwargs)
+        callbacks = bound.arguments.get("callbacks")
+        if not isinstance(callbacks, keras.callbacks.CallbackList):
+            listed = list(callbacks or [])
+            if not any(isinstance(c, EpochTracker) for c in listed):
+                bound.arguments["callbacks"] = [EpochTracker(inst), *listed]
+        inst.begin_fit()
+        return method(*bound.args, **bound.kwargs)
+
+    fit._tfguard = True
+    return fit
+
+
+class Host:
+    """The train function around the traces of one model's guarded step.
+
+    Args:
+        inst: the model's `Instrumentation`.
+        make: `make(force=True)` builds Keras's train function over the
+            current `train_step` (one call per trace kind).
+    """
+
+    def __init__(self, inst, make):
+        self.inst = inst
+        self.make = make
+        self.functions: dict[frozenset, object] = {}
+        self.last_logs: dict | None = None
+
+    def function(self, kinds: frozenset):
+        """The Keras train function of the trace for `kinds` (built on first use)."""
+        function = self.functions.get(kinds)
+        if function is None:
+            function = self.functions[kinds] = self.make()
+        return function
+
+    def train_function(self):
+        """The function to install as `model.train_function`."""
+        inst = self.inst
+        model = inst.model
+        inst.in_graph_batch = (
+            model.distribute_strategy.num_replicas_in_sync == 1
+            and int(model.steps_per_execution) == 1
+            and not getattr(model, "_tfguard_multi_worker", False)
+        )
+        if inst.in_graph_batch:
+
+            def train_function(iterator):
+                start = inst.global_step_hint()
+                kinds = inst.bus.due(start) if inst.bus.wants_signals else frozenset()
+                logs = self._call(kinds, iterator)
+                batch = logs.get(OUTPUT_KEY, {}).pop("batch", {})
+                data = (batch.get("x"), batch.get("y"), batch.get("sample_weight"))
+                return self.after_step(data, logs, kinds, start)
+
+        else:
+
+            def train_function(iterator):
+                outputs = None
+                for _ in range(max(1, int(model.steps_per_execution))):
+                    try:
+                        data = next(iterator)
+                    except (StopIteration, tf.errors.OutOfRangeError):
+                        break
+                    start = inst.global_step_hint()
+                    kinds = inst.bus.due(start) if inst.bus.wants_signals else frozenset()
+                    outputs = self.after_step(data, self._call(kinds, iter([data])), kinds, start)
+                if outputs is None:
+                    raise StopIteration
+                return outputs
+
+        train_function._tfguard = True
+        return train_function
+
+    def _call(self, kinds: frozenset, argument):
+        inst = self.inst
+        function = self.function(kinds)
+        inst.tracing_kinds = kinds
+        try:
+            logs = function(argument)
+        finally:
+            inst.tracing_kinds = frozenset()
+        inst.plan = inst.plans.get(kinds, inst.plan)
+        return logs
+
+    def after_step(self, data, logs: dict, kinds: frozenset, start: int) -> dict:
+        """Counts the batch, applies the policy, feeds the listeners; returns Keras's logs."""
+        inst = self.inst
+        extra = logs.pop(OUTPUT_KEY, {})
+        position = inst.next_batch()
+        plan = inst.plan
+        if "iterations" in extra:
+            step = int(extra["iterations"])
+            moved = step != start
+        else:  # no optimizer update seen: the batches are the steps
+            moved = float(extra.get("applied", 1.0)) > 0
+            step = start + int(moved)
+        inst.host_step = step
+        applied = float(extra.get("applied", 1.0)) > 0
+        if "failures" in extra:
+            failures = np.asarray(extra["failures"])
+            if failures.any():
+                inst.violation.handle(plan, extra, failures, data, position, step)
+            else:
+                inst.consecutive_skips = 0
+        user_logs = logs.pop(LOGS_KEY) if LOGS_KEY in logs else logs
+        if kinds and inst.bus.subscriptions:
+            self._deliver(extra, plan, kinds, position, step, moved, user_logs if applied else {})
+        return self._keras_logs(user_logs, applied)
+
+    def _deliver(self, extra, plan, kinds, position, step, moved, logs) -> None:
+        scalars: dict = {}
+        histograms: dict = {}
+        if "signals" in extra:
+            values = np.asarray(extra["signals"], np.float64).tolist()
+            scalars = dict(zip(plan.scalar_keys, values))
+        if "histograms" in extra:
+            stacked = np.asarray(extra["histograms"], np.float64)
+            histograms = dict(zip(plan.histogram_keys, stacked))
+        scalars, histograms = _meaningful(scalars, histograms, moved)
+        record = StepRecord(
+            step=step, batch=position[0], epoch=position[1], moved=moved,
+            scalars=freeze(scalars), histograms=freeze(histograms), logs=freeze(_numbers(logs)),
+        )
+        self.inst.bus.deliver(record)
+
+    def _keras_logs(self, logs, applied: bool):
+        inst = self.inst
+        if not isinstance(logs, dict):
+            return logs
+        if applied:
+            self.last_logs = logs
+        elif self.last_logs is not None:  # the metrics as the last applied step left them
+            logs = self.last_logs
+        else:  # no update applied this epoch yet: an empty mean is not a loss of 0
+            logs = {k: float("nan") for k in logs}
+        if inst.guard is not None:
+            logs = dict(logs)
+            logs["guard_violations"] = float(inst.epoch_violations)
+            logs["guard_skipped"] = float(inst.epoch_skipped)
+        return logs
+
+
+_UNMOVED = ("weight_norm/", "update_ratio/")  # what an update that was not applied did not change
+
+
+def _meaningful(scalars: dict, histograms: dict, moved: bool) -> tuple[dict, dict]:
+    """Drops what a listener must not read as measured.
+
+    An update that was not applied leaves the weights where they were: its
+    weight norms, update ratios and weight histograms would repeat the
+    previous step's at an unchanged global step. An update ratio of a layer
+    whose weights were all zero is undefined (`probes.NO_RATIO`).
+    """
+    scalars = {t: v for t, v in scalars.items()
+               if (moved or not t.startswith(_UNMOVED))
+               and not (t.startswith("update_ratio/") and v == NO_RATIO)}
+    if not moved:
+        histograms = {t: v for t, v in histograms.items() if not t.startswith("hist/weights/")}
+    return scalars, histograms
+
+
+def _numbers(logs) -> dict:
+    out = {}
+    for key, value in (logs or {}).items():
+        try:
+            out[str(key)] = float(np.asarray(value))
+        except (TypeError, ValueError):
+            continue
+    return out
+
+
+__all__ = ["EpochTracker", "Host", "wrap_fit"]

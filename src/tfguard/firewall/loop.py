@@ -1,0 +1,240 @@
+"""The firewall for hand-written training loops: guard the step function, or every optimizer.
+
+`guard_step(step_fn, model)` is the one line for a loop that calls its own
+step function (`tf.GradientTape` and `optimizer.apply_gradients`): each call
+runs the function inside the same transaction as a guarded `fit` step, with
+the data (every float argument), loss (what `compute_loss` returned, or the
+float values the function returns), gradients (everything handed to an
+optimizer) and update checkpoints, the policy on the host, and the batch
+quarantined with the model's weights.
+
+`gate_optimizers()` is what `tfguard run` uses on a script whose loop it
+cannot see: every Keras optimizer update anywhere in the process checks its
+gradients and its result, and an update that would make a weight or an
+optimizer variable non-finite is rolled back (its variables and the
+optimizer's, bitwise). Rejections are counted in variables (they hold under
+`tf.function` and XLA) and read back with `gate_counts()`.
+
+Example:
+
+>>> import keras, numpy as np, tensorflow as tf, tfguard
+>>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+>>> optimizer = keras.optimizers.SGD(0.1)
+>>> @tf.function
+... def train_step(x, y):
+...     with tf.GradientTape() as tape:
+...         loss = tf.reduce_mean((model(x) - y) ** 2)
+...     grads = tape.gradient(loss, model.trainable_variables)
+...     optimizer.apply_gradients(zip(grads, model.trainable_variables))
+...     return loss
+>>> step = tfguard.guard_step(train_step, model, policy="skip", quarantine_dir=None)
+>>> x = np.ones((4, 2), "float32"); x[1, 0] = np.nan
+>>> _ = step(tf.constant(x), tf.ones((4, 1)))
+>>> [(e.checkpoint, e.where, e.batch) for e in step.events]
+[('data', 'argument 0', 0)]
+>>> bool(np.isfinite(model.get_weights()[0]).all())
+True
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfguard.firewall import checkpoints
+from tfguard.firewall.checkpoints import Flag
+from tfguard.firewall.config import DEFAULT_QUARANTINE, GuardConfig
+from tfguard.firewall.policy import GuardEvent, Violation
+from tfguard.firewall.step import Plan, finite_counts, hold_state
+from tfguard.hooks import context
+from tfguard.hooks.context import StepContext
+from tfguard.hooks.transaction import Transaction
+
+
+class GuardedStep:
+    """A hand-written step function, guarded; call it as the function.
+
+    Args:
+        step_fn: the step function (a `tf.function` or plain Python).
+        model: the model it trains, for its state and the quarantine. Defaults to `None`.
+        config: a `GuardConfig` (`data` and `forward` do not apply). Defaults to
+            `GuardConfig()`.
+        jit_compile: compile the guarded step with XLA. Defaults to `None` (no).
+    """
+
+    def __init__(self, step_fn, model: keras.Model | None = None, config: GuardConfig | None = None,
+                 jit_compile: bool | None = None):
+        self.step_fn = step_fn
+        self.model = model
+        self.guard = config or GuardConfig()
+        self.contract = None
+        self.events: list[GuardEvent] = []
+        self.event_listeners: list = []
+        self.violations = self.skipped = self.consecutive_skips = self.quarantined = 0
+        self.epoch_violations = self.epoch_skipped = 0
+        self.batches = 0
+        self.plan: Plan | None = None
+        self.violation = Violation(self)
+        self.original_step = None
+        self._compiled = isinstance(step_fn, tf.types.experimental.GenericFunction)
+        self._function = (tf.function(self._guarded, jit_compile=jit_compile)
+                          if self._compiled or jit_compile else self._guarded)
+
+    def count(self, applied: bool) -> None:
+        """Counts one violation (see `Instrumentation.count`)."""
+        self.violations += 1
+        self.epoch_violations += 1
+        if applied:
+            self.consecutive_skips = 0
+        else:
+            self.skipped += 1
+            self.epoch_skipped += 1
+            self.consecutive_skips += 1
+
+    def _guarded(self, *args, **kwargs):
+        step_context = StepContext(self.model)
+        if self.model is not None:
+            hold_state(self.model, step_context)
+        named = {}
+        for index, value in enumerate(args):
+            for position, leaf in enumerate(checkpoints.float_leaves(value)):
+                named[f"argument {index}" + (f"[{position}]" if position else "")] = leaf
+        flags: list[Flag] = checkpoints.finite_flags("data", named)
+        with step_context.active():
+            outputs = self.step_fn(*args, **kwargs)
+        returned = outputs if isinstance(outputs, dict) else {"value": outputs}
+        flags += checkpoints.loss(step_context, {k: v for k, v in returned.items()
+                                                 if isinstance(v, tf.Tensor)})
+        flags += checkpoints.gradients(step_context)
+        flags += checkpoints.update(step_context)
+        extra = {}
+        if flags:
+            ok = tf.stack([f.ok for f in flags])
+            failures = tf.cast(tf.logical_not(ok), tf.float32)
+            must = [i for i, f in enumerate(flags) if f.slot.must_reject]
+            failed = failures > 0
+            must_reject = tf.reduce_any(tf.gather(failed, must)) if must else tf.constant(False)
+            reject = must_reject if self.guard.policy == "warn" else tf.reduce_any(failed)
+            finite = [f for f in flags if f.tensor is not None]
+            local_failed = tf.logical_not(tf.reduce_all(tf.stack([f.ok for f in finite])))
+            counts = tf.cond(local_failed, lambda: finite_counts(finite),
+                             lambda: tf.zeros([len(finite), 4]))
+            step_context.transaction.restore_if(reject)
+            extra = {"failures": failures, "applied": tf.cast(tf.logical_not(reject), tf.float32),
+                     "finite_counts": counts}
+        optimizer = step_context.step_optimizer
+        if optimizer is not None:
+            extra["iterations"] = tf.identity(tf.convert_to_tensor(optimizer.iterations))
+        self.plan = Plan(slots=[f.slot for f in flags],
+                         finite_slots=[i for i, f in enumerate(flags) if f.tensor is not None],
+                         data_results=[], scalar_keys=[], histogram_keys=[], kinds=frozenset(),
+                         coverage=[], counts_steps=optimizer is not None)
+        return outputs, extra
+
+    def __call__(self, *args, **kwargs):
+        outputs, extra = self._function(*args, **kwargs)
+        position = (self.batches, None, None)
+        self.batches += 1
+        if "failures" in extra:
+            failures = np.asarray(extra["failures"])
+            if failures.any():
+                data = args[0] if len(args) == 1 else tuple(args[:3])
+                step = int(extra["iterations"]) if "iterations" in extra else position[0]
+                self.violation.handle(self.plan, extra, failures, data, position, step)
+            else:
+                self.consecutive_skips = 0
+        return outputs
+
+
+def guard_step(step_fn, model: keras.Model | None = None, *, policy: str = "raise",
+               quarantine_dir: str | None = DEFAULT_QUARANTINE, max_consecutive_skips: int = 10,
+               max_quarantined: int = 5, localize: bool = False,
+               jit_compile: bool | None = None) -> GuardedStep:
+    """Guards the step function of a hand-written training loop, in one line.
+
+    Example:
+
+    >>> import tfguard
+    >>> step = tfguard.guard_step(lambda x: x, policy="skip", quarantine_dir=None)
+    >>> step.guard.policy
+    'skip'
+
+    Args:
+        step_fn: the function one loop iteration calls (`tf.function` or Python).
+        model: the model it trains: its variables are rolled back with the
+            optimizer's on a rejected step, and saved with a quarantined
+            batch. Defaults to `None` (only what the optimizers update).
+        policy: `"raise"`, `"skip"` or `"warn"`. Defaults to `"raise"`.
+        quarantine_dir: where bad batches go (needs `model`). Defaults to
+            `"tfguard-quarantine"`.
+        max_consecutive_skips: with `"skip"`, stop after this many in a row.
+            Defaults to `10`.
+        max_quarantined: keep at most this many batches. Defaults to `5`.
+        localize: replay a quarantined batch through `model.train_step`
+            (only meaningful when the model's own step is the loop's).
+            Defaults to `False`.
+        jit_compile: compile the guarded step with XLA. Defaults to `None`.
+
+    Returns:
+        A `GuardedStep`: call it as the function.
+    """
+    config = GuardConfig(policy=policy, forward="off", data=None,
+                         quarantine_dir=quarantine_dir if model is not None else None,
+                         max_consecutive_skips=max_consecutive_skips,
+                         max_quarantined=max_quarantined, localize=localize)
+    return GuardedStep(step_fn, model, config, jit_compile=jit_compile)
+
+
+# -- every optimizer, for loops tfguard cannot see (tfguard run) -------------------------------
+_COUNTERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _counter(optimizer) -> tf.Variable:
+    counter = _COUNTERS.get(optimizer)
+    if counter is None:
+        with tf.init_scope():
+            counter = tf.Variable(0, dtype=tf.int64, trainable=False,
+                                  name=f"tfguard_rejected_{optimizer.name}")
+        _COUNTERS[optimizer] = counter
+    return counter
+
+
+def _gate(optimizer, grads, variables, apply):
+    """An update, checked and rolled back by itself when it is bad (see `gate_optimizers`)."""
+    variables = list(variables) if variables is not None else list(optimizer._trainable_variables)
+    if not optimizer.built:
+        optimizer.build(variables)
+    counter = _counter(optimizer)
+    txn = Transaction()
+    txn.hold(variables)
+    txn.hold(optimizer.variables)
+    scaled = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
+    oks = [] if scaled else [tf.reduce_all(tf.math.is_finite(tf.convert_to_tensor(g)))
+                             for g in grads if g is not None]
+    result = apply(grads, variables)
+    oks.append(txn.all_finite())
+    reject = tf.logical_not(tf.reduce_all(tf.stack(oks)))
+    txn.restore_if(reject)
+    counter.assign_add(tf.cast(reject, tf.int64))
+    return result
+
+
+def gate_optimizers() -> None:
+    """Checks every Keras optimizer update made outside a guarded step, from now on."""
+    context.add_outside_gate(_gate)
+
+
+def ungate_optimizers() -> None:
+    """Stops checking updates outside a guarded step."""
+    context.remove_outside_gate(_gate)
+
+
+def gate_counts() -> dict[str, int]:
+    """Optimizer name -> how many of its updates were rejected (for optimizers still alive)."""
+    return {optimizer.name: int(counter.numpy()) for optimizer, counter in list(_COUNTERS.items())}
+
+
+__all__ = ["GuardedStep", "gate_counts", "gate_optimizers", "guard_step", "ungate_optimizers"]

@@ -1,0 +1,235 @@
+"""What the host does about a violation: word it, save the batch, localize it, act by policy.
+
+`Violation.handle` turns the flags of one rejected (or, under `warn`,
+accepted) step into a `GuardEvent` and then:
+
+* saves the batch to the quarantine folder (at most `max_quarantined` per
+  model). A folder that cannot be written (read-only, disk full) never
+  stops training under `skip` or `warn`: one `GuardWarning` names the
+  folder and the reason, the violation is still counted and reported.
+  Under `raise` the write failure is part of the raised message;
+* localizes the first quarantined batches while the live model is at hand
+  (a replay: first non-finite layer, variable and op), for every policy,
+  and stores the result beside the batch (`replay.json`), so
+  `tfguard replay PATH` can show it when the model cannot be loaded back;
+* raises `GuardViolation` (`raise`, or `skip` after too many skips in a
+  row), or warns (`warn`).
+
+Example:
+
+>>> describe_position(37, 2, 5)
+'batch 37 (epoch 2, batch 5 of the epoch)'
+>>> describe_position(3, None, None)
+'batch 3'
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+
+import numpy as np
+
+from tfguard.checks import hint_for
+from tfguard.errors import GuardViolation
+from tfguard.firewall.checkpoints import CHECKPOINTS
+from tfguard.forensics.quarantine import save_quarantine, store_replay
+from tfguard.forensics.replay import replay
+from tfguard.hooks import keras_compat
+
+HINTS = {
+    "forward": "lower the learning rate, clip the logits before softmax/exp, or use stable ops "
+    "(tf.math.divide_no_nan, tf.nn.log_softmax, keras.ops.softmax)",
+    "loss": "check the loss inputs: log(0) from probabilities of exactly 0 (use from_logits=True), "
+    "or a learning rate that made the outputs overflow",
+    "gradients": "lower the learning rate, or clip gradients (e.g. optimizer clipnorm=1.0)",
+    "update": "lower the learning rate (the update itself overflowed), or clip gradients "
+    "(e.g. optimizer clipnorm=1.0)",
+}
+ACTIONS = {"raise": "raised", "skip": "skipped", "warn": "warned"}
+
+
+class GuardWarning(UserWarning):
+    """A violation under policy `"warn"`, or a quarantine that could not be written."""
+
+
+@dataclasses.dataclass
+class GuardEvent:
+    """One violation as the host saw it.
+
+    Args:
+        step: the global step when the batch was tried (the optimizer's iterations).
+        checkpoint: data, forward, loss, gradients or update (the first that failed).
+        where: the tensor, layer or variable.
+        message: the full text.
+        counts: the numbers behind it.
+        action: `"raised"`, `"skipped"` or `"warned"`.
+        quarantine: the folder of the saved batch, if saved.
+        failed: every failed slot as `"checkpoint: where"`.
+        replay: the `ReplayReport` of the batch, when it was localized.
+        batch: the 0-based index of the batch among all batches the model
+            trained on (across `fit` calls). Defaults to the step.
+        epoch: the 0-based epoch of `fit`, or `None` outside `fit`.
+        epoch_batch: the 0-based index of the batch in its epoch, or `None`.
+        applied: whether the update was applied (only under `warn`).
+        quarantine_error: why the batch could not be saved, if it could not.
+    """
+
+    step: int
+    checkpoint: str
+    where: str
+    message: str
+    counts: dict
+    action: str
+    quarantine: str | None = None
+    failed: list = dataclasses.field(default_factory=list)
+    replay: object = None
+    batch: int | None = None
+    epoch: int | None = None
+    epoch_batch: int | None = None
+    applied: bool = False
+    quarantine_error: str | None = None
+
+    def __post_init__(self):
+        if self.batch is None:
+            self.batch = self.step
+
+
+def describe_position(batch: int, epoch: int | None, epoch_batch: int | None) -> str:
+    """Where a batch sits, in words (0-based, as Keras callbacks count)."""
+    text = f"batch {batch}"
+    if epoch is not None:
+        text += f" (epoch {epoch}"
+        text += f", batch {epoch_batch} of the epoch)" if epoch_batch is not None else ")"
+    return text
+
+
+class Violation:
+    """The policy of one guarded model: turns failed flags into events and acts.
+
+    Args:
+        inst: the model's `Instrumentation` (config, contract, counters).
+    """
+
+    def __init__(self, inst):
+        self.inst = inst
+        self._write_warned = False
+
+    def handle(self, plan, extra, failures: np.ndarray, data, position: tuple, step: int) -> GuardEvent:
+        """Words the violation, quarantines and localizes it, and acts by policy.
+
+        Args:
+            plan: the step's `Plan`.
+            extra: the step's tfguard outputs.
+            failures: per slot, how many replicas failed it.
+            data: the batch (Keras's `(x, y, sw)` or `x`), on the host.
+            position: `(batch, epoch, epoch_batch)`.
+            step: the global step.
+
+        Raises:
+            GuardViolation: under `raise`, or `skip` after too many skips in a row.
+        """
+        inst, config = self.inst, self.inst.guard
+        failed = [i for i, f in enumerate(failures) if f > 0]
+        order = {name: rank for rank, name in enumerate(CHECKPOINTS)}
+        failed.sort(key=lambda i: (order[plan.slots[i].checkpoint], i))
+        first = plan.slots[failed[0]]
+        counts, detail = self._describe(plan, failed[0], extra, data)
+        applied = float(extra.get("applied", 0.0)) > 0
+        inst.count(applied)
+        batch, epoch, epoch_batch = position
+        update = "The update was applied." if applied else "The update was not applied."
+        others = [f"{plan.slots[i].checkpoint}: {plan.slots[i].where}" for i in failed]
+        message = (f"{first.where} at {describe_position(batch, epoch, epoch_batch)} {detail} "
+                   f"(checkpoint: {first.checkpoint}, policy: {config.policy}, global step {step}). "
+                   f"{update}")
+        if len(failed) > 1:
+            more = f' and {len(others) - 6} more' if len(others) > 6 else ''
+            message += f" Also failed: {', '.join(others[1:6])}{more}."
+        event = GuardEvent(step, first.checkpoint, first.where, message, counts,
+                           ACTIONS[config.policy], failed=others, batch=batch, epoch=epoch,
+                           epoch_batch=epoch_batch, applied=applied)
+        if config.max_quarantined and inst.quarantined < config.max_quarantined:
+            message = self._quarantine(event, data, message)
+        event.message = message
+        inst.events.append(event)
+        for listener in list(inst.event_listeners):
+            listener(event)
+        self._act(event, first, counts)
+        return event
+
+    # -- quarantine and localization ---------------------------------------------------
+    def _quarantine(self, event: GuardEvent, data, message: str) -> str:
+        inst, config = self.inst, self.inst.guard
+        model = inst.model
+        try:
+            event.quarantine = save_quarantine(config.quarantine_dir, model, data, event,
+                                               strategy=model.distribute_strategy)
+        except (OSError, ValueError) as error:
+            event.quarantine_error = f"{type(error).__name__}: {error}"
+            reason = (f"the batch could not be saved in {config.quarantine_dir!r} "
+                      f"({event.quarantine_error})")
+            if config.policy != "raise" and not self._write_warned:
+                self._write_warned = True
+                warnings.warn(f"tfguard: {reason}; training goes on and violations are still "
+                              "counted and reported. Fix: point quarantine_dir at a writable "
+                              "folder with free space.", GuardWarning, stacklevel=4)
+            return message + f" {reason[0].upper()}{reason[1:]}."
+        inst.quarantined += 1
+        message += f" The batch is saved in {event.quarantine}."
+        if config.localize:
+            report = self._localize(event)
+            if report is not None:
+                event.replay = report
+                message += "\n" + report.summary()
+                store_replay(event.quarantine, report, model)
+        return message
+
+    def _localize(self, event: GuardEvent):
+        inst = self.inst
+        try:
+            return replay(event.quarantine, model=inst.model, step_fn=inst.original_step)
+        except Exception as error:  # localization is best effort; the violation stands
+            event.failed.append(f"replay: {type(error).__name__}: {error}")
+            return None
+
+    # -- the policy --------------------------------------------------------------------
+    def _act(self, event: GuardEvent, first, counts: dict) -> None:
+        inst, config = self.inst, self.inst.guard
+        hint = hint_for(first.check) if first.checkpoint == "data" else HINTS[first.checkpoint]
+        stopped = None
+        if config.policy == "raise":
+            stopped = event.message
+        elif config.policy == "skip" and inst.consecutive_skips > config.max_consecutive_skips:
+            stopped = (f"Training stopped after {inst.consecutive_skips} consecutive skipped steps "
+                       f"(max_consecutive_skips={config.max_consecutive_skips}); the weights are "
+                       f"those of global step {event.step}, the last good update. "
+                       f"Last violation: {event.message}")
+        if stopped is not None:
+            raise GuardViolation(stopped, checkpoint=first.checkpoint, where=first.where,
+                                 step=event.step, counts=counts, quarantine=event.quarantine,
+                                 hint=hint, batch=event.batch, epoch=event.epoch)
+        if config.policy == "warn":
+            warnings.warn(f"GuardViolation: {event.message}", GuardWarning, stacklevel=4)
+
+    def _describe(self, plan, index: int, extra, data) -> tuple[dict, str]:
+        slot = plan.slots[index]
+        if index in plan.finite_slots:
+            row = np.asarray(extra["finite_counts"])[plan.finite_slots.index(index)]
+            nan, posinf, neginf, total = (int(v) for v in row)
+            counts = {"nan": nan, "posinf": posinf, "neginf": neginf, "total": total}
+            verb = "would have" if slot.checkpoint == "update" else "has"
+            return counts, f"{verb} {nan} NaN, {posinf} +Inf, {neginf} -Inf of {total} values"
+        data_index = sum(1 for s in plan.slots[:index] if s.checkpoint == "data")
+        if "data_values" in extra:  # several replicas: counted in the graph, all-reduced
+            result = plan.data_results[data_index]
+            values = {k: np.asarray(v) for k, v in extra["data_values"][str(data_index)].items()}
+        else:  # the batch is here: word the failure from it
+            x, y, sample_weight = keras_compat.unpack(data)
+            result = self.inst.contract.evaluate(x, y, sample_weight)[data_index]
+            values = {k: np.asarray(v) for k, v in result.tensors().items()}
+        counts = {k: v.item() for k, v in values.items() if np.ndim(v) == 0 and k != "ok"}
+        return counts, f"failed check '{slot.check}': {result.describe(values)}"
+
+
+__all__ = ["ACTIONS", "HINTS", "GuardEvent", "GuardWarning", "Violation", "describe_position"]

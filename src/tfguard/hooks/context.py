@@ -1,0 +1,248 @@
+"""What a guarded step sees while it is traced: the places where it changes state.
+
+The firewall wraps whatever step a model runs, so it cannot read the loss or
+the gradients off its own code. It watches the two doors every Keras step
+goes through instead:
+
+* **the optimizer's `apply`** (every `apply_gradients` ends there, in
+  Keras's `train_step`, a GAN's two optimizers or a hand-written loop): the
+  gradients and variables of each update are recorded, the state the update
+  will change is held by the step's `Transaction` first, and the update
+  runs unchanged;
+* **the model's `compute_loss`** (Keras's `train_step` and most custom steps
+  call it): the loss and the predictions are recorded.
+
+`keras.optimizers.Optimizer.apply` is wrapped once per process (on first use
+of the firewall); outside a guarded step, and for an optimizer no guard
+covers, the wrapper calls the original and adds no op. A
+`LossScaleOptimizer`'s own `apply` is wrapped too, so its (scaled)
+gradients are seen where they are, and the inner optimizer's apply, which
+runs inside the loss scale's `cond`, is left alone.
+
+Example:
+
+>>> import keras, numpy as np, tensorflow as tf
+>>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+>>> model.compile(optimizer="sgd", loss="mse")
+>>> context = StepContext(model)
+>>> with context.active():
+...     model.train_step((tf.ones((4, 2)), tf.ones((4, 1))))
+>>> [len(update.gradients) for update in context.updates], context.losses[0].loss.shape
+([2], TensorShape([]))
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import threading
+from collections.abc import Callable, Iterator
+
+import keras
+import tensorflow as tf
+
+from tfguard.hooks import keras_compat
+from tfguard.hooks.transaction import Transaction
+
+_LOCAL = threading.local()
+_INSTALLED: dict[type, tuple[Callable, bool]] = {}
+_MARK = "_tfguard_wrapped"
+ORIGINAL_STEP = "_tfguard_original_step"
+"""The attribute of a step tfguard wrapped that holds the model's own step."""
+
+
+@dataclasses.dataclass
+class Update:
+    """One optimizer update seen in a step.
+
+    Args:
+        optimizer: the optimizer that applied it.
+        gradients: the gradients as passed (a `LossScaleOptimizer`'s are scaled).
+        variables: the variables they update.
+        scale: the loss scale the gradients carry (`None` when unscaled).
+    """
+
+    optimizer: object
+    gradients: list
+    variables: list
+    scale: object = None
+
+    def unscaled(self) -> list:
+        """The gradients divided by the loss scale (what the weights really see)."""
+        if self.scale is None:
+            return list(self.gradients)
+        return [None if g is None else tf.convert_to_tensor(g) / tf.cast(self.scale, g.dtype)
+                for g in self.gradients]
+
+
+@dataclasses.dataclass
+class LossSeen:
+    """One `compute_loss` call seen in a step: the loss and what it was computed from."""
+
+    loss: tf.Tensor
+    y_pred: object
+    y: object
+
+
+class StepContext:
+    """The trace-time record of one guarded step (Python objects, built once per trace).
+
+    Args:
+        model: the model whose step is traced (`None` for a bare step function).
+        transaction: where state is held before it changes. Defaults to a new one.
+    """
+
+    def __init__(self, model: keras.Model, transaction: Transaction | None = None):
+        self.model = model
+        self.transaction = transaction if transaction is not None else Transaction()
+        self.updates: list[Update] = []
+        self.losses: list[LossSeen] = []
+        self.graph = None
+        self.nested_updates = 0  # updates inside the step's own control flow (not checkable)
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[StepContext]:
+        """Makes this the current step of this thread; wraps `apply` and `compute_loss`."""
+        install()
+        self.graph = tf.compat.v1.get_default_graph() if not tf.executing_eagerly() else None
+        stack = _stack()
+        stack.append(self)
+        model = self.model
+        watch_loss = model is not None and hasattr(model, "compute_loss")
+        if watch_loss:
+            own_loss = "compute_loss" in vars(model)
+            original_loss = model.compute_loss
+            object.__setattr__(model, "compute_loss", _loss_recorder(self, original_loss))
+        try:
+            yield self
+        finally:
+            stack.pop()
+            if watch_loss and own_loss:
+                object.__setattr__(model, "compute_loss", original_loss)
+            elif watch_loss:
+                object.__delattr__(model, "compute_loss")
+
+    def in_step_graph(self) -> bool:
+        """Whether ops built now land in the step's own graph (not a `cond`/loop branch)."""
+        if self.graph is None:
+            return tf.executing_eagerly()
+        return tf.compat.v1.get_default_graph() is self.graph
+
+    # -- called by the wrapped doors -------------------------------------------------
+    def before_update(self, optimizer, gradients, variables, scale=None) -> None:
+        """Holds what the update will change, and records it (in the step's own graph only)."""
+        if not self.in_step_graph():
+            self.nested_updates += 1
+            return
+        variables = list(variables) if variables is not None else list(optimizer._trainable_variables)
+        if not optimizer.built:
+            optimizer.build(variables)
+        self.transaction.hold(variables)
+        self.transaction.hold(optimizer.variables)
+        self.updates.append(Update(optimizer, list(gradients), variables, scale))
+
+    @property
+    def step_optimizer(self):
+        """The optimizer whose `iterations` count the steps: the model's, if it applied, else the first."""
+        applied = [u.optimizer for u in self.updates]
+        own = getattr(self.model, "optimizer", None)
+        for candidate in (own, getattr(own, "inner_optimizer", None)):
+            if candidate is not None and any(a is candidate for a in applied):
+                return own
+        return applied[0] if applied else None
+
+
+def _stack() -> list:
+    if not hasattr(_LOCAL, "stack"):
+        _LOCAL.stack = []
+    return _LOCAL.stack
+
+
+def current() -> StepContext | None:
+    """The guarded step being traced (or run eagerly) in this thread, if any."""
+    stack = _stack()
+    return stack[-1] if stack else None
+
+
+def _loss_recorder(context: StepContext, original):
+    @functools.wraps(original)
+    def compute_loss(*args, **kwargs):
+        loss = original(*args, **kwargs)
+        names = ("x", "y", "y_pred", "sample_weight")
+        bound = dict(zip(names, args))
+        bound.update({k: v for k, v in kwargs.items() if k in names})
+        if context.in_step_graph() and isinstance(loss, tf.Tensor):
+            context.losses.append(LossSeen(loss, bound.get("y_pred"), bound.get("y")))
+        return loss
+
+    return compute_loss
+
+
+# -- the optimizer's door ----------------------------------------------------------------
+_OUTSIDE: list[Callable] = []  # gates for updates outside any guarded step (hand-written loops)
+
+
+def add_outside_gate(gate: Callable) -> None:
+    """Routes updates made outside a guarded step through `gate(optimizer, grads, vars, apply)`."""
+    install()
+    if gate not in _OUTSIDE:
+        _OUTSIDE.append(gate)
+
+
+def remove_outside_gate(gate: Callable) -> None:
+    if gate in _OUTSIDE:
+        _OUTSIDE.remove(gate)
+
+
+def _wrap_apply(original, scaled: bool):
+    @functools.wraps(original)
+    def apply(optimizer, grads, trainable_variables=None):
+        context = current()
+        if context is not None:
+            grads = list(grads)
+            scale = None
+            if scaled:
+                scale = tf.identity(tf.convert_to_tensor(optimizer.dynamic_scale)) if optimizer.built else None
+            if not scaled or scale is not None:
+                context.before_update(optimizer, grads, trainable_variables, scale)
+            return original(optimizer, grads, trainable_variables)
+        if _OUTSIDE and not getattr(_LOCAL, "gating", False):
+            gate = _OUTSIDE[-1]
+            _LOCAL.gating = True
+            try:
+                return gate(optimizer, list(grads), trainable_variables,
+                            lambda g, v: original(optimizer, g, v))
+            finally:
+                _LOCAL.gating = False
+        return original(optimizer, grads, trainable_variables)
+
+    setattr(apply, _MARK, original)
+    return apply
+
+
+def install() -> None:
+    """Wraps `apply` of Keras's optimizer class and of `LossScaleOptimizer` (once per process)."""
+    for cls, scaled in ((keras_compat.OPTIMIZER_CLASS, False), (keras.optimizers.LossScaleOptimizer, True)):
+        if cls in _INSTALLED:
+            continue
+        own = "apply" in cls.__dict__
+        original = cls.__dict__["apply"] if own else cls.apply
+        if getattr(original, _MARK, None) is not None:
+            continue
+        _INSTALLED[cls] = (original, own)
+        cls.apply = _wrap_apply(original, scaled)
+
+
+def uninstall() -> None:
+    """Puts the original `apply` methods back (for tests)."""
+    for cls, (original, own) in list(_INSTALLED.items()):
+        if own:
+            cls.apply = original
+        else:
+            del cls.apply
+        _INSTALLED.pop(cls)
+
+
+__all__ = ["ORIGINAL_STEP", "LossSeen", "StepContext", "Update", "add_outside_gate", "current", "install",
+           "remove_outside_gate", "uninstall"]

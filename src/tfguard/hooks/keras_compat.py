@@ -1,0 +1,80 @@
+"""The private Keras surface tfguard still touches, in one place.
+
+Everything else in tfguard uses Keras's public API. What remains here is
+small, named, and checked by `tests/firewall/test_keras_compat.py`, which
+fails loudly when a Keras release changes it (the README's compatibility
+note lists the same items):
+
+* `call_has_training_arg(model)`: whether `model.call` takes `training`
+  (Keras keeps it as `Model._call_has_training_arg`);
+* `nested_layers(model)`: every nested layer (`Layer._flatten_layers`);
+* `loss_tracker(model)`: the compiled `loss` metric (`Trainer._loss_tracker`),
+  only to name it in reports;
+* `OPTIMIZER_CLASS`: the class whose `apply` every Keras optimizer of the
+  TensorFlow backend inherits (the public `keras.optimizers.Optimizer`);
+  the firewall wraps that one method (`tfguard.firewall.context`).
+
+The workaround for keras-team/keras#20585 (fit under
+MultiWorkerMirroredStrategy) lives apart, in `tfguard.distribute.multiworker`,
+so it can be deleted on its own when Keras fixes it.
+
+Example:
+
+>>> import keras
+>>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, name="d")])
+>>> [layer.name for layer in nested_layers(model)]
+['d']
+>>> call_has_training_arg(model)
+True
+"""
+
+from __future__ import annotations
+
+import keras
+
+OPTIMIZER_CLASS = keras.optimizers.Optimizer
+"""Every TensorFlow-backend Keras optimizer inherits `apply` from here."""
+
+
+def unpack(data):
+    """`(x, y, sample_weight)` of a batch as Keras unpacks it (public API)."""
+    return keras.utils.unpack_x_y_sample_weight(data)
+
+
+def call_has_training_arg(model: keras.layers.Layer) -> bool:
+    """Whether the layer's `call` accepts `training` (Keras checks the signature once)."""
+    return bool(getattr(model, "_call_has_training_arg", True))
+
+
+def nested_layers(model: keras.layers.Layer) -> list[keras.layers.Layer]:
+    """Every layer nested in `model`, depth first, without `model` itself."""
+    return list(model._flatten_layers(include_self=False, recursive=True))
+
+
+def loss_tracker(model: keras.Model):
+    """The compiled model's `loss` mean metric, or `None` (a custom `compile`)."""
+    return getattr(model, "_loss_tracker", None)
+
+
+def optimizers_of(model: keras.Model) -> list:
+    """The optimizers a model holds: `model.optimizer` and any optimizer attribute (GANs).
+
+    A `LossScaleOptimizer` comes with its inner optimizer.
+    """
+    found: list = []
+
+    def add(candidate):
+        if isinstance(candidate, keras.optimizers.Optimizer) and all(candidate is not f for f in found):
+            found.append(candidate)
+            inner = getattr(candidate, "inner_optimizer", None)
+            if inner is not None:
+                add(inner)
+
+    add(getattr(model, "optimizer", None))
+    for value in list(vars(model).values()):
+        add(value)
+    return found
+
+
+__all__ = ["OPTIMIZER_CLASS", "call_has_training_arg", "loss_tracker", "nested_layers",
+           "optimizers_of", "unpack"]

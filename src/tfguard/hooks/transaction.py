@@ -1,0 +1,154 @@
+"""A step as a transaction: hold the state it may change, put it back if the step is rejected.
+
+A training step changes more than the trainable weights: optimizer slots and
+iterations, BatchNormalization's moving statistics (assigned in the forward
+pass), any `add_weight(trainable=False)` a layer assigns in `call`, metric
+states and seed generators. Gating only the optimizer leaves the rest
+poisoned by a bad batch. The transaction holds the value of every such
+variable before the step changes it (a read: TensorFlow copies a buffer
+only when the step then writes it in place) and, when the step is
+rejected, assigns every held value back under one `tf.cond`, so a rejected
+step leaves the model bitwise as it was.
+
+Under a `tf.distribute` strategy the restore runs where each variable can
+be written: mirrored variables through `strategy.extended.update` (in the
+replica context where the strategy allows it, in a merge call otherwise, as
+Keras's optimizers do), sync-on-read variables (metrics) on their local
+replica.
+
+Example:
+
+>>> import tensorflow as tf
+>>> v = tf.Variable([1.0, 2.0])
+>>> txn = Transaction()
+>>> txn.hold([v])
+>>> _ = v.assign([float("nan"), 0.0])
+>>> txn.restore_if(tf.logical_not(txn.all_finite()))
+>>> v.numpy().tolist()
+[1.0, 2.0]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import keras
+import tensorflow as tf
+
+
+def tf_variable(variable):
+    """The TensorFlow variable behind a Keras variable (or the variable itself)."""
+    return variable.value if isinstance(variable, keras.Variable) else variable
+
+
+def is_float(variable) -> bool:
+    """Whether a (Keras or TensorFlow) variable holds floats."""
+    try:
+        return tf.as_dtype(variable.dtype).is_floating
+    except TypeError:
+        return False
+
+
+def _sync_on_read(variable) -> bool:
+    return (isinstance(variable, tf.distribute.DistributedValues)
+            and getattr(variable, "synchronization", None) == tf.VariableSynchronization.ON_READ)
+
+
+@dataclasses.dataclass
+class Held:
+    """One held variable: the variable, its TensorFlow variable and its value before the step."""
+
+    variable: object
+    tf_variable: object
+    before: tf.Tensor
+    checked: bool  # its value after the step must be finite
+
+
+class Transaction:
+    """The values a step may change, held before it changes them (built at trace time)."""
+
+    def __init__(self):
+        self._held: dict[int, Held] = {}
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    @property
+    def held(self) -> list[Held]:
+        """Every held variable, in the order it was first held."""
+        return list(self._held.values())
+
+    def hold(self, variables, checked: bool = True) -> None:
+        """Reads each variable's value now, unless it is already held (the first value wins).
+
+        Args:
+            variables: Keras or TensorFlow variables.
+            checked: whether the value after the step must be finite (floats
+                only; metric states are restored but not checked). Defaults to `True`.
+        """
+        for variable in variables:
+            tf_var = tf_variable(variable)
+            key = id(tf_var)
+            if key in self._held:
+                continue
+            before = tf.identity(tf.convert_to_tensor(tf_var))
+            self._held[key] = Held(variable, tf_var, before, checked and is_float(variable))
+
+    def before(self, variable) -> tf.Tensor | None:
+        """The held value of `variable` before the step, or `None` if not held."""
+        held = self._held.get(id(tf_variable(variable)))
+        return held.before if held is not None else None
+
+    def checked(self) -> list[Held]:
+        """The held float variables whose value after the step must be finite."""
+        return [h for h in self._held.values() if h.checked]
+
+    def all_finite(self) -> tf.Tensor:
+        """Whether every checked variable is finite now (a scalar bool)."""
+        flags = [tf.reduce_all(tf.math.is_finite(tf.convert_to_tensor(h.tf_variable)))
+                 for h in self.checked()]
+        return tf.reduce_all(tf.stack(flags)) if flags else tf.constant(True)
+
+    def restore_if(self, reject: tf.Tensor) -> None:
+        """Assigns every held value back when `reject` holds, in any replica context.
+
+        `reject` must be the same on every replica (all-reduce the flags first).
+        """
+        local = [h for h in self._held.values() if _sync_on_read(h.tf_variable)]
+        shared = [h for h in self._held.values() if not _sync_on_read(h.tf_variable)]
+        if local:
+            def restore_local():
+                for h in local:
+                    h.tf_variable.assign(h.before)
+                return tf.constant(True)
+
+            tf.cond(reject, restore_local, lambda: tf.constant(False))
+        if not shared:
+            return
+        variables = [h.tf_variable for h in shared]
+        values = [h.before for h in shared]
+
+        def restore_shared(distribution, reject, values):
+            if isinstance(reject, tf.distribute.DistributedValues):
+                reject = distribution.experimental_local_results(reject)[0]
+
+            def restore():
+                for variable, value in zip(variables, values):
+                    distribution.extended.update(variable, _assign, args=(value,), group=False)
+                return tf.constant(True)
+
+            tf.cond(reject, restore, lambda: tf.constant(False))
+
+        if not tf.distribute.has_strategy():
+            restore_shared(tf.distribute.get_strategy(), reject, values)
+            return
+        tf.__internal__.distribute.interim.maybe_merge_call(
+            restore_shared, tf.distribute.get_strategy(), reject, values
+        )
+
+
+def _assign(variable, value):
+    return variable.assign(value)
+
+
+__all__ = ["Held", "Transaction", "is_float", "tf_variable"]
