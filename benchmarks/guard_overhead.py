@@ -2,15 +2,18 @@
 
 Contenders, all on the same data in one process, round-robin after a warm-up:
 plain Keras `fit` step; `tfguard.guard` default (data, model output, loss,
-gradients); `guard(forward="layers")` (every layer's output);
+gradients, update, and the whole step rolled back when rejected);
+`guard(forward="layers")` (every layer's output);
 `tf.debugging.enable_check_numerics()`; `enable_dump_debug_info(...,
 "CURT_HEALTH")`; a hand-written train step asserting the loss and every
-gradient finite with control dependencies.
+gradient finite with control dependencies. And a model with its own
+`train_step` (a small DCGAN: two optimizers, no `call()`), unguarded and
+guarded: the guarded one is compared with the unguarded one.
 
 Each contender's train function is traced once with its own global mode on
 (check_numerics and the debugger instrument graphs at trace time), then the
 rounds call the traced functions. Prints the median step time and its ratio
-against plain `fit`.
+against plain `fit` (the GAN: against the unguarded GAN).
 
 Run: `.venv/bin/python benchmarks/guard_overhead.py [--rounds 8 --steps 25]`
 """
@@ -65,6 +68,65 @@ class AssertingModel(keras.Model):
         return self.compute_metrics(x, y, y_pred)
 
 
+class GAN(keras.Model):
+    """keras-io's DCGAN shape: two optimizers, its own compile and train_step, no call()."""
+
+    def __init__(self, latent_dim=32):
+        super().__init__()
+        self.latent_dim = latent_dim
+        self.discriminator = keras.Sequential([
+            keras.Input((28, 28, 1)), keras.layers.Conv2D(32, 4, strides=2, padding="same"),
+            keras.layers.LeakyReLU(0.2), keras.layers.Conv2D(64, 4, strides=2, padding="same"),
+            keras.layers.LeakyReLU(0.2), keras.layers.Flatten(), keras.layers.Dense(1)],
+            name="discriminator")
+        self.generator = keras.Sequential([
+            keras.Input((latent_dim,)), keras.layers.Dense(7 * 7 * 32), keras.layers.LeakyReLU(0.2),
+            keras.layers.Reshape((7, 7, 32)),
+            keras.layers.Conv2DTranspose(32, 4, strides=2, padding="same"), keras.layers.LeakyReLU(0.2),
+            keras.layers.Conv2DTranspose(16, 4, strides=2, padding="same"), keras.layers.LeakyReLU(0.2),
+            keras.layers.Conv2D(1, 5, padding="same", activation="sigmoid")], name="generator")
+        self.seed_generator = keras.random.SeedGenerator(1337)
+
+    def compile(self, **kwargs):
+        super().compile(**kwargs)
+        self.d_optimizer = keras.optimizers.Adam(1e-4)
+        self.g_optimizer = keras.optimizers.Adam(1e-4)
+        self.loss_fn = keras.losses.BinaryCrossentropy(from_logits=True)
+        self.d_loss_metric = keras.metrics.Mean(name="d_loss")
+        self.g_loss_metric = keras.metrics.Mean(name="g_loss")
+
+    @property
+    def metrics(self):
+        return [self.d_loss_metric, self.g_loss_metric]
+
+    def train_step(self, data):
+        real, _ = data
+        batch = tf.shape(real)[0]
+        noise = keras.random.normal((batch, self.latent_dim), seed=self.seed_generator)
+        fake = self.generator(noise)
+        images = tf.concat([fake, real], axis=0)
+        labels = tf.concat([tf.ones((batch, 1)), tf.zeros((batch, 1))], axis=0)
+        with tf.GradientTape() as tape:
+            d_loss = self.loss_fn(labels, self.discriminator(images))
+        grads = tape.gradient(d_loss, self.discriminator.trainable_weights)
+        self.d_optimizer.apply_gradients(zip(grads, self.discriminator.trainable_weights))
+        noise = keras.random.normal((batch, self.latent_dim), seed=self.seed_generator)
+        with tf.GradientTape() as tape:
+            g_loss = self.loss_fn(tf.zeros((batch, 1)), self.discriminator(self.generator(noise)))
+        grads = tape.gradient(g_loss, self.generator.trainable_weights)
+        self.g_optimizer.apply_gradients(zip(grads, self.generator.trainable_weights))
+        self.d_loss_metric.update_state(d_loss)
+        self.g_loss_metric.update_state(g_loss)
+        return {"loss": self.d_loss_metric.result(), "g_loss": self.g_loss_metric.result()}
+
+
+def small_gan() -> GAN:
+    keras.utils.set_random_seed(0)
+    model = GAN()
+    model.compile()
+    return model
+
+
 def dataset(batch: int) -> tf.data.Dataset:
     rng = np.random.default_rng(0)
     x = rng.random((batch * 16, 28, 28, 1), dtype=np.float32)
@@ -73,8 +135,9 @@ def dataset(batch: int) -> tf.data.Dataset:
 
 
 class Contender:
-    def __init__(self, name, model, enter=None, leave=None):
+    def __init__(self, name, model, enter=None, leave=None, base=None):
         self.name, self.model, self.enter, self.leave = name, model, enter, leave
+        self.base = base  # the contender this one is compared with (None: plain fit)
         self.times: list[float] = []
 
     def prepare(self, ds):
@@ -144,19 +207,24 @@ def main(argv=None) -> int:
         ),
         Contender("hand-written asserts", reference_cnn(AssertingModel)),
     ]
+    gan = Contender("GAN, own train_step", small_gan())
+    contenders += [gan, Contender("GAN, guard (default)",
+                                  tfguard.guard(small_gan(), quarantine_dir=quarantine), base=gan)]
     ds = dataset(args.batch)
     for contender in contenders:
         contender.prepare(ds)
     for _ in range(args.rounds):
         for contender in contenders:
             contender.run(args.steps)
-    base = contenders[0].times
+    plain = contenders[0]
     print(f"guard overhead: reference CNN, batch {args.batch}, {args.rounds} rounds x {args.steps} steps, "
           f"{args.threads or 'default'} TF thread(s), TF {tf.__version__}, Keras {keras.__version__}")
-    print("ratio = median over rounds of (contender step time / plain step time in the same round)")
-    print(f"{'contender':32s} {'median ms/step':>15s} {'ratio vs plain':>15s}")
+    print("ratio = median over rounds of (contender step time / its base's step time in the same round);"
+          " the base is plain fit, or the unguarded GAN for the guarded one")
+    print(f"{'contender':32s} {'median ms/step':>15s} {'ratio vs base':>15s}")
     for contender in contenders:
         median = statistics.median(contender.times)
+        base = (contender.base or plain).times
         ratio = statistics.median(t / b for t, b in zip(contender.times, base))
         print(f"{contender.name:32s} {median * 1000:15.2f} {ratio:14.3f}x")
     return 0

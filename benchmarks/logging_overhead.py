@@ -12,7 +12,7 @@ all of them alike:
   histograms (weights, gradients, activations) every 100 steps;
 * `instrumented-only` (for attribution, not a logger): the firewall's
   instrumented step with the same requests (`tfguard.instrument(model)
-  .request(...)`) and a listener that does nothing: what the signals cost in
+  .subscribe(...)`) and a listener that does nothing: what the signals cost in
   the step itself, before the logger writes anything.
 
 Each round is one `fit` of `--steps` steps per contender (one epoch, so the
@@ -81,10 +81,9 @@ class Contender:
         self.name = name
         self.model = reference_cnn()
         if instrumented:
-            inst = instrument(self.model)
-            inst.request(scalars_every=10, histograms_every=100, histogram_activations=True,
-                         weights=True, histogram_weights=True)
-            inst.add_listener(lambda step, signals: None)
+            instrument(self.model).subscribe(
+                lambda record: None, scalars_every=10, histograms_every=100, weights=True,
+                histogram_kinds=("activations", "gradients", "weights"))
         self.make_callbacks = make_callbacks
         self.root = root
         self.times: list[float] = []

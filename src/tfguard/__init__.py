@@ -21,7 +21,9 @@ from tfguard.errors import (
     ExportError,
     GuardViolation,
     QuarantineError,
+    SummaryWriteError,
     TfguardError,
+    WorkerLostError,
 )
 
 __version__ = "0.1.0"
@@ -33,6 +35,9 @@ _LAZY = {
     "guard": "tfguard.firewall",
     "unguard": "tfguard.firewall",
     "guard_events": "tfguard.firewall",
+    "guard_step": "tfguard.firewall",
+    "GuardedStep": "tfguard.firewall",
+    "StepRecord": "tfguard.firewall",
     "instrument": "tfguard.firewall",
     "GuardConfig": "tfguard.firewall",
     "GuardEvent": "tfguard.firewall",
@@ -69,7 +74,9 @@ __all__ = [
     "ExportError",
     "GuardViolation",
     "QuarantineError",
+    "SummaryWriteError",
     "TfguardError",
+    "WorkerLostError",
     "__version__",
     *sorted(_LAZY),
 ]

@@ -18,9 +18,11 @@ import sys
 from collections.abc import Sequence
 
 from rich.console import Console
+from rich.text import Text
 
 from tfguard import __version__
 from tfguard.errors import TfguardError
+from tfguard.text import printable
 
 
 def _console(stderr: bool = False) -> Console:
@@ -28,13 +30,13 @@ def _console(stderr: bool = False) -> Console:
 
 
 def cmd_replay(args) -> int:
-    from tfguard.forensics import replay
+    from tfguard.forensics import replay_saved
 
-    report = replay(args.path)
+    report = replay_saved(args.path, imports=args.imports)
     if args.json:
-        print(json.dumps(report.to_dict(), indent=2))
+        print(json.dumps(report.to_dict(), indent=2, default=str))
     else:
-        _console().print(report.summary())
+        _console().print(Text(printable(report.summary())))
     return 0
 
 
@@ -201,8 +203,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     p = sub.add_parser("replay", help="re-run a quarantined batch and name the first bad layer/op")
-    p.add_argument("path", help="a quarantine folder, e.g. tfguard-quarantine/<model>/step-N")
+    p.add_argument("path", help="a quarantine folder, e.g. tfguard-quarantine/<model>/batch-N")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--import", dest="imports", action="append", default=[], metavar="FILE.py",
+                   help="a file defining the model's custom layers (repeatable)")
 
     p = sub.add_parser("demo", help="train the reference CNN offline, guarded and logged; diagnose; export")
     p.add_argument("--root", default="runs/demo", help="where logs, reports and exports go")
@@ -286,12 +290,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(handler(args) or 0)
     except TfguardError as error:
         console = _console(stderr=True)
-        console.print(f"[bold red]ERROR[/] {error.message}", markup=True)
+        console.print(Text.assemble(("ERROR", "bold red"), " ", printable(error.message)))
         if error.hint:
-            console.print(f"[yellow]hint:[/] {error.hint}", markup=True)
+            console.print(Text.assemble(("hint:", "yellow"), " ", printable(error.hint)))
         return error.exit_code
     except KeyboardInterrupt:
-        _console(stderr=True).print("[bold red]ERROR[/] interrupted", markup=True)
+        _console(stderr=True).print(Text.assemble(("ERROR", "bold red"), " interrupted"))
         return 130
 
 

@@ -40,6 +40,80 @@ def batch(metric: str) -> str:
 LEARNING_RATE = "optimizer/learning_rate"
 STEPS_PER_SECOND = "perf/steps_per_second"
 
+# -- namespaces: the first part of every tag ----------------------------------------
+TRAIN = "train/"
+VAL = "val/"
+BATCH = "batch/"
+OPTIMIZER = "optimizer/"
+PERF = "perf/"
+GRAD_NORM = "grad_norm/"
+WEIGHT_NORM = "weight_norm/"
+UPDATE_RATIO = "update_ratio/"
+ZERO_GRAD_FRACTION = "zero_grad_fraction/"
+ACTIVATION = "activation/"
+DATA = "data/"
+GUARD = "guard/"
+HIST = "hist/"
+CONFIG = "config/"
+IMAGES = "images/"
+SCALAR_NAMESPACES = (TRAIN, VAL, BATCH, OPTIMIZER, PERF, GRAD_NORM, WEIGHT_NORM, UPDATE_RATIO,
+                     ZERO_GRAD_FRACTION, ACTIVATION, DATA, GUARD)
+"""Every namespace of a scalar tfguard writes: a run holding one is a tfguard run."""
+_KERAS_NOT_METRICS = {"learning_rate": LEARNING_RATE, "lr": LEARNING_RATE}
+
+
+def from_keras_log(key: str) -> str:
+    """The tag of an epoch-end Keras log entry, the one mapping writer, recorder and reader share.
+
+    `val_<m>` is validation, `learning_rate` (what ReduceLROnPlateau and
+    schedules add) is the optimizer's, anything else a training metric.
+
+    Example:
+
+    >>> from_keras_log("val_loss"), from_keras_log("learning_rate"), from_keras_log("accuracy")
+    ('val/loss', 'optimizer/learning_rate', 'train/accuracy')
+    """
+    if key in _KERAS_NOT_METRICS:
+        return _KERAS_NOT_METRICS[key]
+    if key.startswith("val_"):
+        return val(key[len("val_"):])
+    return train(key)
+
+
+def is_metric(tag: str) -> bool:
+    """Whether a tag is a training or validation metric (the learning rate is not).
+
+    Example:
+
+    >>> is_metric("val/accuracy"), is_metric("optimizer/learning_rate")
+    (True, False)
+    """
+    return tag.startswith((TRAIN, VAL)) and tag != EPOCH
+
+
+def metric_name(tag: str) -> str:
+    """The metric a `train/`, `val/` or `batch/` tag holds: `val/loss` -> `loss`."""
+    for prefix in (TRAIN, VAL, BATCH):
+        if tag.startswith(prefix):
+            return tag[len(prefix):]
+    return tag
+
+
+def per_layer(namespace: str, tag: str) -> str | None:
+    """The layer a per-layer tag names, or `None`: `per_layer(GRAD_NORM, "grad_norm/d1")` -> `"d1"`.
+
+    Example:
+
+    >>> per_layer(GRAD_NORM, "grad_norm/dense_1"), per_layer(GRAD_NORM, "grad_norm/global")
+    ('dense_1', None)
+    """
+    if not tag.startswith(namespace):
+        return None
+    rest = tag[len(namespace):]
+    if namespace == ACTIVATION:
+        rest = rest.split("/", 1)[1] if "/" in rest else ""
+    return rest if rest and rest != "global" else None
+
 # -- training health, on the logger's scalar schedule ---------------------------
 GLOBAL_GRAD_NORM = "grad_norm/global"
 

@@ -7,10 +7,10 @@ event files offline with the same rules and writes the JSON and HTML
 reports. `demo()` adds the export and the parity check: it is what
 `make demo` / `tfguard demo` runs.
 
-Example:
+Example (what `tfguard demo` runs; here only the shape of its result):
 
->>> # from tfguard.workflow import demo
->>> # result = demo("runs/demo", epochs=3); result.render(rich.console.Console())
+>>> [f.name for f in dataclasses.fields(ObservedRun)][:3]
+['train', 'logdir', 'run_dir']
 """
 
 from __future__ import annotations

@@ -33,6 +33,29 @@ history = model.fit(x / 16.0, y, epochs={epochs}, batch_size=32, validation_spli
 print("SCRIPT-SAYS history keys", sorted(history.history))
 """
 
+# A hand-written GradientTape loop (no fit), with a NaN in the fourth batch.
+LOOP = PRELUDE + """
+import tensorflow as tf
+model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(10)], name="looped")
+optimizer = keras.optimizers.Adam(1e-2)
+loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+x = x / 16.0
+x[100, 3] = np.nan
+
+@tf.function
+def train_step(xb, yb):
+    with tf.GradientTape() as tape:
+        loss = loss_fn(yb, model(xb, training=True))
+    optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables),
+                                  model.trainable_variables))
+    return loss
+
+for start in range(0, 320, 32):
+    train_step(tf.constant(x[start:start + 32]), tf.constant(y[start:start + 32]))
+print("SCRIPT-SAYS finite weights", all(np.isfinite(w).all() for w in model.get_weights()))
+print("SCRIPT-SAYS iterations", int(optimizer.iterations.numpy()))
+"""
+
 # Learning rate 10 with SGD on an unscaled regression target: the loss overflows at step 3.
 EXPLODING = PRELUDE + """
 target = x.sum(1, keepdims=True) * 10.0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 
 import keras
@@ -14,7 +15,7 @@ from tfguard.attach.session import logger_class
 from tfguard.diagnose import SCHEMA, SYMPTOMS, diagnose_logdir
 from tfguard.errors import GuardViolation
 
-from .scripts import ARGV, EXITS, EXPLODING, HEALTHY, MISMATCH, RAISES, write
+from .scripts import ARGV, EXITS, EXPLODING, HEALTHY, LOOP, MISMATCH, RAISES, write
 
 SYMPTOM_FIELDS = {"id", "severity", "message", "where", "evidence", "suggestion"}
 
@@ -138,7 +139,7 @@ def test_policy_raise_stops_the_script_with_the_guards_exit_status(tmp_path):
     result = run_script(script, logdir=tmp_path / "runs", logger=False, policy="raise")
     assert result.exit_code == GuardViolation.exit_code == 3
     assert isinstance(result.exception, GuardViolation)
-    assert "tfguard.errors.GuardViolation: loss at step 3" in result.traceback
+    assert "tfguard.errors.GuardViolation: loss at batch 3 (epoch 0, batch 3 of the epoch)" in result.traceback
     assert f'File "{script}", line' in result.traceback and "attach/session.py" not in result.traceback
     doc = load(result.report_path)
     assert doc["error"]["type"] == "GuardViolation"
@@ -150,3 +151,13 @@ def test_ctrl_c_in_the_script_exits_130(tmp_path):
     script = write(tmp_path, "raise KeyboardInterrupt\n")
     result = run_script(script, logdir=tmp_path / "runs", logger=False)
     assert result.exit_code == 130 and "KeyboardInterrupt" in result.traceback
+
+
+def test_a_hand_written_loop_is_guarded_too(tmp_path, capsys):
+    result = run_script(write(tmp_path, LOOP), logdir=tmp_path / "runs", logger=False)
+    out = capsys.readouterr().out
+    assert result.exit_code == 0
+    assert "SCRIPT-SAYS finite weights True" in out
+    assert "SCRIPT-SAYS iterations 9" in out  # the NaN batch's update was rolled back with its step
+    notes = load(result.report_path)["notes"]
+    assert any(re.match(r"1 update\(s\) of optimizer 'adam(_\d+)?' outside fit", n) for n in notes), notes

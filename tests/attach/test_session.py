@@ -8,7 +8,6 @@ import pytest
 
 from tfguard.attach import AttachSession, attach, attached
 from tfguard.diagnose import LiveDiagnosis
-from tfguard.diagnose.recorder import SignalRecorder
 from tfguard.errors import ContractError
 from tfguard.firewall import guard, instrumentation_of
 
@@ -35,7 +34,8 @@ class Spy(keras.callbacks.Callback):
 
     def on_train_begin(self, logs=None):
         inst = instrumentation_of(self.model)
-        recorders = [f for f in inst.listeners if isinstance(getattr(f, "__self__", None), SignalRecorder)]
+        recorders = [s for s in inst.bus.subscriptions
+                     if isinstance(getattr(s.listener, "__self__", None), LiveDiagnosis)]
         self.seen.append((inst.guard, len(recorders)))
 
 

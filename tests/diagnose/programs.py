@@ -62,7 +62,11 @@ def regression(n=1000, target_scale=1.0):
 
 # -- the logger stand-in -----------------------------------------------------------
 class TagWriter(keras.callbacks.Callback):
-    """Writes the tags of tfguard.tags with tf.summary (until tfguard's logger exists)."""
+    """Writes the tags of tfguard.tags with tf.summary, and the static lint findings it is given.
+
+    A plain writer over the instrumented step's records (not tfguard's
+    Logger), so the rules are also tested on event files another writer made.
+    """
 
     def __init__(self, logdir: str, hparams: dict, every: int = EVERY, lint=None):
         super().__init__()
@@ -73,18 +77,17 @@ class TagWriter(keras.callbacks.Callback):
 
     def set_model(self, model):
         super().set_model(model)
-        inst = instrument(model)
-        inst.request(scalars_every=self.every)
-        inst.add_listener(self._on_signals)
+        instrument(model).subscribe(self._on_record, scalars_every=self.every)
 
     def _step(self):
-        return int(self.model.optimizer.iterations.numpy())
+        return instrument(self.model).global_step()
 
-    def _on_signals(self, step, signals):
+    def _on_record(self, record):
         with self.writer.as_default():
-            for tag, value in signals.items():
-                if np.ndim(value) == 0:
-                    tf.summary.scalar(tag, float(value), step=step)
+            for tag, value in record.scalars.items():
+                tf.summary.scalar(tag, float(value), step=record.step)
+            if record.moved and "loss" in record.logs:
+                tf.summary.scalar(tags.batch("loss"), record.logs["loss"], step=record.step)
 
     def on_train_begin(self, logs=None):
         from tfguard.lint.describe import describe_model
@@ -95,28 +98,16 @@ class TagWriter(keras.callbacks.Callback):
             if self.lint:
                 tf.summary.text("config/lint", json.dumps([f.to_dict() for f in self.lint]), step=0)
 
-    def on_train_batch_end(self, batch, logs=None):
-        step = self._step()
-        if step % self.every == 1 and logs and "loss" in logs:
-            with self.writer.as_default():
-                tf.summary.scalar(tags.batch("loss"), float(logs["loss"]), step=step)
-
     def on_epoch_end(self, epoch, logs=None):
         step = self._step()
         with self.writer.as_default():
             tf.summary.scalar(tags.EPOCH, epoch, step=step)
             for name, value in (logs or {}).items():
-                if name == "learning_rate":
-                    tag = tags.LEARNING_RATE
-                elif name.startswith("val_"):
-                    tag = tags.val(name[4:])
-                else:
-                    tag = tags.train(name)
-                tf.summary.scalar(tag, float(value), step=step)
+                tf.summary.scalar(tags.from_keras_log(name), float(value), step=step)
         self.writer.flush()
 
     def on_train_end(self, logs=None):
-        instrument(self.model).remove_listener(self._on_signals)
+        instrument(self.model).unsubscribe(self._on_record)
         self.writer.close()
 
 

@@ -23,8 +23,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfguard.errors import ContractError, TfguardError, WorkerLostError
 from tfguard.distribute import multiworker
+from tfguard.errors import ContractError, TfguardError, WorkerLostError
 
 WORKER = Path(__file__).with_name("multiworker_worker.py")
 WORKERS = 2
@@ -464,7 +464,7 @@ def test_a_resumed_run_does_not_write_a_step_twice(restarted_cluster):
     logdir = _chief_logdir(restarted_cluster)
     first, second = _raw_steps(logdir, "grad_norm/global")
     backed_up = restarted_cluster["second"]["results"]["worker-0"]["initial_step"]
-    killed = restarted_cluster["first"]["results"]["worker-0"]["iterations"]
+    killed = restarted_cluster["first"]["results"]["worker-0"]["error"]["step"]  # last completed step
     final = restarted_cluster["second"]["results"]["worker-0"]["iterations"]
     assert sorted(set(first) & set(second)) == list(range(backed_up + 1, killed + 1))
     assert _session_starts(logdir) == [[1], [backed_up + 1]]

@@ -235,12 +235,15 @@ def stateful_model(seed: int = 0, jit_compile=False):
     return model
 
 
-def state_of(*owners) -> list[np.ndarray]:
-    """Every variable of the models and optimizers given (weights, slots, metrics, seeds)."""
+def state_of(*owners, metrics: bool = True) -> list[np.ndarray]:
+    """Every variable of the models and optimizers given (weights, slots, seeds, and metrics).
+
+    `fit` resets the metrics at each epoch: compare across `fit` calls with `metrics=False`.
+    """
     values, seen = [], set()
     for owner in owners:
         variables = list(owner.variables)
-        if isinstance(owner, keras.Model):
+        if isinstance(owner, keras.Model) and metrics:
             variables += list(owner.metrics_variables)
         for variable in variables:
             if id(variable) in seen:

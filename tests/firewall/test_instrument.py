@@ -13,7 +13,9 @@ import tensorflow as tf  # noqa: E402
 from tests.summary.conftest import tiny_cnn  # noqa: E402
 from tfguard import tags  # noqa: E402
 from tfguard.firewall import instrument  # noqa: E402
-from tfguard.firewall.step import NO_RATIO  # noqa: E402
+from tfguard.firewall.step import HISTOGRAMS, SCALARS  # noqa: E402
+
+BOTH = frozenset({SCALARS, HISTOGRAMS})
 
 
 def _data(n=48):
@@ -22,10 +24,13 @@ def _data(n=48):
 
 
 def _listen(model, **request):
+    """Subscribes a listener; histograms default to activations and gradients, as the logger's."""
+    if request.get("histograms_every"):
+        request.setdefault("histogram_kinds", ("activations", "gradients"))
     inst = instrument(model)
-    inst.request(**request)
     seen = []
-    inst.add_listener(lambda step, signals: seen.append((step, dict(signals))))
+    inst.subscribe(lambda record: seen.append((record.step, {**record.scalars, **record.histograms})),
+                   **request)
     return inst, seen
 
 
@@ -53,13 +58,14 @@ def test_signals_arrive_on_the_recording_steps_only():
 def test_the_plain_step_holds_no_signal_op_and_the_recording_step_is_traced_once():
     x, y = _data()
     model = tiny_cnn()
-    inst, _ = _listen(model, scalars_every=5, histograms_every=5, weights=True, histogram_weights=True)
+    inst, _ = _listen(model, scalars_every=5, histograms_every=5, weights=True,
+                      histogram_kinds=("activations", "gradients", "weights"))
     model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
-    plans = inst._plans
-    assert set(plans) == {False, True}
-    assert plans[False].signal_keys == [] and plans[False].hist_keys == []
-    assert tags.GLOBAL_GRAD_NORM in plans[True].signal_keys
-    assert any(k.startswith("hist/weights/") for k in plans[True].hist_keys)
+    plans = inst.plans
+    assert set(plans) == {frozenset(), BOTH}  # the scalars-only trace was never due: never built
+    assert plans[frozenset()].scalar_keys == [] and plans[frozenset()].histogram_keys == []
+    assert tags.GLOBAL_GRAD_NORM in plans[BOTH].scalar_keys
+    assert any(k.startswith("hist/weights/") for k in plans[BOTH].histogram_keys)
 
 
 def test_weight_norm_and_update_ratio_match_numpy():
@@ -91,13 +97,13 @@ def test_a_layer_with_all_zero_weights_has_no_ratio():
     (_, got), = seen
     assert tags.update_ratio("z") not in got  # the step computes NO_RATIO; listeners never see it
     assert got[tags.weight_norm("z")] > 0  # the update moved it off zero
-    assert NO_RATIO < 0  # no true ratio is negative
+    assert tags.update_ratio("z") in instrument(model).plan.scalar_keys  # computed, as NO_RATIO
 
 
 def test_weight_histograms_cover_every_float_weight_after_the_update():
     x, y = _data(8)
     model = tiny_cnn()
-    _, seen = _listen(model, histograms_every=1, histogram_weights=True)
+    _, seen = _listen(model, histograms_every=1, histogram_kinds=("weights",))
     model.fit(x, y, batch_size=8, verbose=0)
     (_, got), = seen
     weights = {tags.hist_weights(v.path): v.numpy() for v in model.weights}
@@ -123,9 +129,9 @@ def test_layer_keys_of_gradient_and_weight_norms_line_up():
 def test_a_histogram_filter_saying_no_runs_the_plain_step():
     x, y = _data()
     model = tiny_cnn()
-    inst, seen = _listen(model, histograms_every=1)
     asked = []
-    inst.histogram_filter = lambda step: asked.append(step) or step in (2, 5)
+    inst, seen = _listen(model, histograms_every=1,
+                         histogram_filter=lambda step: asked.append(step) or step in (2, 5))
     model.fit(x, y, batch_size=8, shuffle=False, verbose=0)
     assert asked == [1, 2, 3, 4, 5, 6]
     assert [step for step, _ in seen] == [2, 5]
@@ -144,16 +150,17 @@ def test_the_host_schedule_follows_a_moved_global_step():
 def test_the_recording_step_computes_gradients_once():
     x, y = _data(8)
     model = tiny_cnn()
-    _listen(model, scalars_every=1, histograms_every=1, weights=True, histogram_weights=True)
+    _listen(model, scalars_every=1, histograms_every=1, weights=True,
+            histogram_kinds=("activations", "gradients", "weights"))
     model.fit(x, y, batch_size=8, verbose=0)
     function = tf.function(model.train_step)
     inst = instrument(model)
-    inst.tracing_recording = True
+    inst.tracing_kinds = BOTH
     try:
         concrete = function.get_concrete_function((tf.TensorSpec((None, 8, 8, 1), tf.float32),
                                                    tf.TensorSpec((None,), tf.int64)))
     finally:
-        inst.tracing_recording = False
+        inst.tracing_kinds = frozenset()
     graph = concrete.graph.as_graph_def()
     ops = [n.op for n in list(graph.node) + [n for f in graph.library.function for n in f.node_def]]
     assert ops.count("Conv2DBackpropFilter") == 1
@@ -177,7 +184,8 @@ def test_the_recording_step_compiles_under_xla():
     keras.utils.set_random_seed(0)
     model = tiny_cnn()
     model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", jit_compile=True)
-    _, seen = _listen(model, scalars_every=2, histograms_every=3, weights=True, histogram_weights=True)
+    _, seen = _listen(model, scalars_every=2, histograms_every=3, weights=True,
+                      histogram_kinds=("activations", "gradients", "weights"))
     model.fit(x, y, batch_size=8, shuffle=False, verbose=0)
     assert model.jit_compile is True
     assert [step for step, _ in seen] == [1, 3, 4, 5]
@@ -196,7 +204,8 @@ def test_a_loss_scale_overflow_does_not_move_the_schedule():
     _, seen = _listen(model, scalars_every=3, weights=True)
     seen_iterations = []
     inst = instrument(model)
-    inst.add_listener(lambda step, signals: seen_iterations.append(int(model.optimizer.iterations.numpy())))
+    inst.subscribe(lambda record: seen_iterations.append(int(model.optimizer.iterations.numpy())),
+                   scalars_every=3)
     rng = np.random.default_rng(0)
     model.fit(rng.normal(size=(96, 4)).astype("float32"), np.full((96, 2), 1e4, "float32"), batch_size=8,
               shuffle=False, verbose=0)
@@ -210,3 +219,37 @@ def test_a_loss_scale_overflow_does_not_move_the_schedule():
     applied = [signals for step, signals in seen if step > 0]
     # the signals describe the true gradients (about 1e5 here), not the scaled ones
     assert all(np.isfinite(s[tags.GLOBAL_GRAD_NORM]) and s[tags.GLOBAL_GRAD_NORM] < 1e8 for s in applied)  # scaled: ~1e40
+
+
+def test_two_listeners_cost_their_union_and_each_gets_its_own_period():
+    x, y = _data(96)
+    model = tiny_cnn()
+    inst = instrument(model)
+    every3, every10, calls = [], [], []
+    inst.subscribe(lambda r: every3.append(r.step), scalars_every=3)
+    inst.subscribe(lambda r: every10.append(r.step), scalars_every=10)
+    host_call = inst.bus.due
+    inst.bus.due = lambda start: calls.append(start) or host_call(start)
+    model.fit(x, y, batch_size=8, shuffle=False, verbose=0)  # 12 steps
+    assert every3 == [1, 4, 7, 10] and every10 == [1, 11]
+    recorded = sorted(set(every3) | set(every10))
+    assert len(recorded) == 5 and recorded == [1, 4, 7, 10, 11]  # not every step
+    assert len(calls) == 12  # the host decides once per step
+
+
+def test_a_record_is_immutable_and_holds_the_step_logs():
+    x, y = _data(16)
+    model = tiny_cnn()
+    records = []
+    instrument(model).subscribe(records.append, scalars_every=1)
+    model.fit(x, y, batch_size=8, shuffle=False, verbose=0)
+    first = records[0]
+    assert first.step == 1 and first.batch == 0 and first.epoch == 0 and first.moved
+    assert "loss" in first.logs and np.isfinite(first.logs["loss"])
+    try:
+        first.scalars["grad_norm/global"] = 0.0
+    except TypeError:
+        pass
+    else:  # pragma: no cover - the assertion below names the failure
+        raise AssertionError("a listener could change the record another listener reads")
+    assert records[1].batch == 1

@@ -150,3 +150,49 @@ def test_quarantine_loads_without_pickle_and_rejects_bad_folders(tmp_path):
     with open(os.path.join(error.quarantine, "meta.json")) as handle:
         meta = json.load(handle)
     assert meta["format"] == "tfguard.quarantine/1"
+
+
+SCRIPT_LAYERS = '''
+import keras
+import tensorflow as tf
+
+
+class ScriptLog(keras.layers.Layer):
+    def call(self, inputs):
+        return tf.math.log(inputs)
+
+
+if __name__ == "__main__":
+    raise SystemExit("training would start here")
+'''
+
+
+def test_cli_replay_shows_the_stored_replay_and_re_runs_with_import(tmp_path, capsys):
+    import importlib.util
+
+    from tfguard.cli import main
+
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT_LAYERS)
+    spec = importlib.util.spec_from_file_location("user_train_script", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((2,))
+    hidden = keras.layers.Dense(2, name="dense", kernel_initializer="identity")(inputs)
+    model = keras.Model(inputs, module.ScriptLog(name="log")(hidden))
+    model.compile(optimizer="sgd", loss="mse")
+    tfguard.guard(model, policy="skip", quarantine_dir=str(tmp_path / "q"))
+    x = -np.abs(np.random.default_rng(0).normal(size=(8, 2))).astype("float32")
+    model.fit(x, np.zeros((8, 2), "float32"), batch_size=8, verbose=0)
+    path = tfguard.guard_events(model)[0].quarantine
+
+    assert main(["replay", path]) == 0
+    out = capsys.readouterr().out
+    assert "Replayed with the live model when the batch was saved" in out
+    assert "First non-finite layer on replay: 'log'" in out and "Log" in out
+    assert f"tfguard replay {path} --import FILE.py" in out
+
+    assert main(["replay", path, "--import", str(script), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["source"] == "replayed" and report["first_layer"] == "log" and report["op_type"] == "Log"

@@ -97,7 +97,7 @@ def test_record_if_and_histogram_kinds(tmp_path, images):
     assert steps(run["hist/gradients/tiny/conv/kernel"]) == [2, 5]
     # asked once before each step: where it says no, the step runs without histograms
     assert asked == [1, 2, 3, 4, 5, 6]
-    assert instrumentation_of(model).histogram_filter is None  # the logger's schedule left with it
+    assert instrumentation_of(model).bus.subscriptions == []  # the logger's schedule left with it
     assert not any(t.startswith(("hist/weights/", "hist/activations/", "grad_norm/")) for t in run)
 
 
@@ -118,12 +118,12 @@ def _step_graph_ops(model, x, y):
     """The op types of the model's recording step (the trace that computes the signals)."""
     inst = instrumentation_of(model)
     function = tf.function(model.train_step)
-    inst.tracing_recording = True
+    inst.tracing_kinds = frozenset({"scalars", "histograms"})
     try:
         concrete = function.get_concrete_function((tf.TensorSpec((None, *x.shape[1:]), tf.float32),
                                                    tf.TensorSpec((None,), tf.int64)))
     finally:
-        inst.tracing_recording = False
+        inst.tracing_kinds = frozenset()
     graph = concrete.graph.as_graph_def()
     nodes = list(graph.node) + [n for f in graph.library.function for n in f.node_def]
     return [n.op for n in nodes]
@@ -138,7 +138,7 @@ def test_guarded_model_signals_come_from_the_guard_step(tmp_path, images):
     logger = Logger(tmp_path, scalars_every=1, histograms_every=2)
     _fit(model, x, y, logger)
     # one instrumentation: the guard's step computes the signals the logger writes
-    assert instrumentation_of(model) is inst and inst.guard is not None and inst.scalars_every == 1
+    assert instrumentation_of(model) is inst and inst.guard is not None
     run = read_run(logger.run_path)
     assert inst.violations == 1 and inst.skipped == 1
     (event,) = run[tags.GUARD_EVENTS]
@@ -180,7 +180,7 @@ def test_exception_in_the_step_closes_the_run(tmp_path, images):
     assert ends == [api_pb2.STATUS_FAILURE]
     assert signal.getsignal(signal.SIGTERM) == previous
     assert getattr(model.train_function, INNER, None) is None
-    assert logger._on_signals not in instrumentation_of(model).listeners
+    assert instrumentation_of(model).bus.subscriptions == []
 
 
 def test_keyboard_interrupt_outside_the_step_is_flushed(tmp_path, images):
@@ -292,17 +292,18 @@ def test_only_the_chief_writes(tmp_path, images, monkeypatch):
     x, y = images
     model = tiny_cnn()
     previous = signal.getsignal(signal.SIGTERM)
-    handlers = []
+    handlers, periods = [], []
 
     class Spy(keras.callbacks.Callback):
         def on_train_batch_end(self, batch, logs=None):
             handlers.append(signal.getsignal(signal.SIGTERM))
+            periods.extend(s.scalars_every for s in instrumentation_of(model).bus.subscriptions)
 
     logger = Logger(tmp_path / "logs", {"a": 1}, scalars_every=1)
     model.fit(x, y, batch_size=8, verbose=0, callbacks=[logger, Spy()])
     logger.close()
     assert not (tmp_path / "logs").exists() and logger.run_path is None
-    assert instrumentation_of(model).scalars_every == 1  # the same step as the chief's
+    assert periods and set(periods) == {1}  # subscribed: the same recording steps as the chief's
     assert handlers and all(h is previous for h in handlers)  # no SIGTERM flush either
 
 
@@ -358,8 +359,14 @@ def test_only_the_histogram_kinds_asked_for_are_computed(tmp_path, images):
     x, y = images
     model = tiny_cnn()
     logger = Logger(tmp_path, scalars_every=0, histograms_every=2, histograms=["weights"])
-    _fit(model, x, y, logger)
-    plan = instrumentation_of(model)._plans[True]
-    assert plan.hist_keys and all(key.startswith("hist/weights/") for key in plan.hist_keys)
+    plans = {}
+
+    class Spy(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            plans.update(instrumentation_of(model).plans)
+
+    model.fit(x, y, batch_size=8, verbose=0, shuffle=False, callbacks=[logger, Spy()])
+    plan = plans[frozenset({"scalars", "histograms"})]
+    assert plan.histogram_keys and all(key.startswith("hist/weights/") for key in plan.histogram_keys)
     run = read_run(logger.run_path)
     assert steps(run["hist/weights/tiny/conv/kernel"]) == [1, 3, 5]

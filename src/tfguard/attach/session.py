@@ -65,8 +65,11 @@ from tfguard.firewall import (
     guard,
     instrument,
     instrumentation_of,
+    loop,
     release,
 )
+from tfguard.firewall.config import enabled_by_environment
+from tfguard.firewall.host import EpochTracker
 
 DEFAULT_LOGDIR = os.path.join("runs", "attached")
 DEFAULT_POLICY = "warn"
@@ -207,6 +210,8 @@ class AttachSession:
         self._signature = None
         self._models: dict[int, _ModelState] = {}
         self._running: set[int] = set()
+        self._current_model = None
+        self._gating = False
         self._warnings = None
         self._open = False
 
@@ -268,6 +273,10 @@ class AttachSession:
         self._warnings.__enter__()
         warnings.simplefilter("ignore", GuardWarning)
         owner.fit = fit
+        if self.guard and enabled_by_environment():  # hand-written loops: every optimizer update
+            loop.reset_gate_counts()
+            loop.gate_optimizers()
+            self._gating = True
 
     def close(self) -> None:
         """Restores `keras.Model.fit` and every model the session touched. Idempotent."""
@@ -281,6 +290,15 @@ class AttachSession:
                 del owner.fit
             for state in self._models.values():
                 self._restore(state)
+            if self._gating:
+                loop.ungate_optimizers()
+                self._gating = False
+                for name, count in loop.gate_counts().items():
+                    if count:
+                        self.notes.append(
+                            f"{count} update(s) of optimizer '{name}' outside fit (a hand-written "
+                            "loop) were rejected: a non-finite gradient or a non-finite result; "
+                            "the weights were kept as they were")
         finally:
             self._models.clear()
             self._open = False
@@ -314,6 +332,7 @@ class AttachSession:
         record.guarded = inst.guard is not None
         first_event = len(inst.events)
         hparams = {**self.hparams, **fit_hparams(model, bound.arguments)}
+        self._current_model = model
         callbacks, live, own_live, logger = self._callbacks(
             record, bound.arguments.get("callbacks"), hparams, run_dir, hide=state.guarded)
         if callbacks is not None:
@@ -375,6 +394,10 @@ class AttachSession:
             return None, None, False, None
         if hide:  # first, so no callback of the script sees the guard's counters
             callbacks.insert(0, HideGuardLogs())
+        inst = instrumentation_of(self._current_model) if self._current_model is not None else None
+        if inst is not None and not any(isinstance(c, EpochTracker) for c in callbacks):
+            # this first call reached Keras's fit before the model's own fit was wrapped
+            callbacks.insert(0, EpochTracker(inst))
         live = next((c for c in callbacks if isinstance(c, LiveDiagnosis)), None)
         own_live = live is None
         if own_live:

@@ -38,13 +38,11 @@ from tfguard.diagnose.finding import Finding
 from tfguard.diagnose.recorder import SignalRecorder
 from tfguard.diagnose.rules import Rule
 from tfguard.diagnose.thresholds import Thresholds
+from tfguard.firewall import instrument as instrument_model
+from tfguard.lint.describe import describe_model
 
 
 def _describe(model) -> dict | None:
-    try:
-        from tfguard.lint.describe import describe_model
-    except ImportError:  # pragma: no cover - the lint room is part of tfguard
-        return None
     try:
         return describe_model(model)
     except Exception:  # a model the description cannot read is diagnosed without it
@@ -106,24 +104,30 @@ class LiveDiagnosis(keras.callbacks.Callback):
         self.reported_epoch: dict[tuple, int] = {}
         self.diagnosis: Diagnosis | None = None
         self._inst = None
-        self._batches = 0
 
     # -- wiring ------------------------------------------------------------------
     def set_model(self, model):
         super().set_model(model)
         if self.instrument and self._inst is None:
-            from tfguard.firewall.instrument import instrument
-
-            self._inst = instrument(model)
-            self._inst.request(scalars_every=self.scalars_every)
-            self._inst.add_listener(self.recorder.add)
+            self._inst = instrument_model(model)
+            self._inst.subscribe(self._on_record, scalars_every=self.scalars_every)
             self._inst.add_event_listener(self._on_guard_event)
+
+    def _on_record(self, record) -> None:
+        self.recorder.add(record.step, record.scalars)
+        loss = record.logs.get("loss")
+        if record.moved and loss is not None:
+            self.recorder.add_scalar(tags.batch("loss"), record.step, loss)
 
     def _on_guard_event(self, event) -> None:
         self.recorder.add_text(tags.GUARD_EVENTS, event.step, event.message)
+        self.recorder.add_event(event)
 
     def _step(self) -> int:
-        return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+        if self._inst is not None:
+            return self._inst.global_step()
+        optimizer = getattr(self.model, "optimizer", None)
+        return int(keras.ops.convert_to_numpy(optimizer.iterations)) if optimizer is not None else 0
 
     # -- callback hooks ------------------------------------------------------------
     def on_train_begin(self, logs=None):
@@ -131,13 +135,6 @@ class LiveDiagnosis(keras.callbacks.Callback):
             self.recorder.model = _describe(self.model)
         if self._inst is not None and self.model.train_function is None:
             self.model.make_train_function()
-
-    def on_train_batch_end(self, batch, logs=None):
-        self._batches += 1
-        if self._batches % self.scalars_every == 1 or self.scalars_every == 1:
-            value = (logs or {}).get("loss")
-            if value is not None:
-                self.recorder.add_scalar(tags.batch("loss"), self._step(), float(value))
 
     def on_epoch_end(self, epoch, logs=None):
         self.recorder.end_epoch(epoch, self._step(), logs)
@@ -154,7 +151,7 @@ class LiveDiagnosis(keras.callbacks.Callback):
 
     def on_train_end(self, logs=None):
         if self._inst is not None:
-            self._inst.remove_listener(self.recorder.add)
+            self._inst.unsubscribe(self._on_record)
             self._inst.remove_event_listener(self._on_guard_event)
             self._inst = None
 

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from tfguard import tags
-from tfguard.diagnose.signals import Series, Signals, epochs_for
+from tfguard.diagnose.signals import Series, Signals, epochs_for, event_record
 
 
 class SignalRecorder:
@@ -47,6 +47,7 @@ class SignalRecorder:
         self._histograms: dict[str, list] = {}
         self._texts: dict[str, list] = {}
         self._ends: list[int] = []
+        self._events: list[dict] = []
 
     def add_scalar(self, tag: str, step: int, value: float) -> None:
         """Records one scalar value of `tag` at global `step`."""
@@ -57,7 +58,7 @@ class SignalRecorder:
     def add(self, step: int, signals: Mapping[str, object]) -> None:
         """Records the signals of one step: floats as scalars, `[k, 3]` arrays as histograms.
 
-        This is the listener signature of `Instrumentation.add_listener`.
+        `LiveDiagnosis` feeds it the scalars of each `StepRecord`.
 
         Args:
             step: the global step.
@@ -73,6 +74,10 @@ class SignalRecorder:
     def add_text(self, tag: str, step: int, text: str) -> None:
         """Records one text value (e.g. a `guard/events` line)."""
         self._texts.setdefault(tag, []).append((int(step), str(text)))
+
+    def add_event(self, event) -> None:
+        """Records a firewall violation (a `GuardEvent`) as evidence for the rules."""
+        self._events.append(event_record(event))
 
     def end_epoch(self, epoch: int, step: int, logs: Mapping[str, object] | None) -> None:
         """Records the epoch-end Keras logs at the step that ended epoch `epoch`.
@@ -97,13 +102,7 @@ class SignalRecorder:
                 value = float(np.asarray(value))
             except (TypeError, ValueError):
                 continue
-            if name == "learning_rate":
-                tag = tags.LEARNING_RATE
-            elif name.startswith("val_"):
-                tag = tags.val(name[4:])
-            else:
-                tag = tags.train(name)
-            self.add_scalar(tag, step, value)
+            self.add_scalar(tags.from_keras_log(name), step, value)
 
     def signals(self) -> Signals:
         """The history so far as `Signals` (`source="live"`)."""
@@ -118,5 +117,5 @@ class SignalRecorder:
             histograms={t: list(v) for t, v in self._histograms.items()},
             hparams=dict(self.hparams), model=self.model, lint=list(self.lint),
             texts={t: list(v) for t, v in self._texts.items()}, source="live",
-            epoch_end_steps=ends,
+            epoch_end_steps=ends, guard_events=list(self._events),
         )

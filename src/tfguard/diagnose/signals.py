@@ -109,6 +109,36 @@ def epochs_for(steps: np.ndarray, epoch_end_steps: np.ndarray | None) -> np.ndar
     return np.where(steps >= 0, epochs, -1).astype(np.int64)
 
 
+def event_record(event) -> dict:
+    """A firewall violation (`GuardEvent` or its JSON) as the evidence the rules read.
+
+    Example:
+
+    >>> event_record({"step": 3, "checkpoint": "data", "where": "y", "check": "labels",
+    ...               "counts": {"bad": 2}})["check"]
+    'labels'
+    """
+    get = event.get if isinstance(event, Mapping) else (lambda k, d=None: getattr(event, k, d))
+    failed = list(get("failed", []) or [])
+    check = get("check")
+    if check is None:
+        message = str(get("message", "") or "")
+        found = re.search(r"failed check '([^']+)'", message)
+        check = found.group(1) if found else "finite"
+    return {
+        "step": int(get("step", 0) or 0),
+        "batch": get("batch"),
+        "epoch": get("epoch"),
+        "checkpoint": str(get("checkpoint", "")),
+        "where": str(get("where", "")),
+        "check": str(check),
+        "counts": {str(k): float(v) for k, v in dict(get("counts", {}) or {}).items()
+                   if isinstance(v, (int, float))},
+        "failed": [str(f) for f in failed],
+        "action": str(get("action", "")),
+    }
+
+
 @dataclasses.dataclass
 class Signals:
     """The normalized signals of one run.
@@ -135,6 +165,9 @@ class Signals:
         notes: remarks on the source (damaged files, running means, ...).
             Defaults to `[]`.
         path: the run directory, when read from disk. Defaults to `None`.
+        guard_events: the firewall's violations as evidence (`event_record`
+            dicts: step, batch, epoch, checkpoint, where, check, counts).
+            Defaults to `[]`.
     """
 
     run: str = "run"
@@ -148,6 +181,7 @@ class Signals:
     epoch_end_steps: np.ndarray | None = None
     notes: list = dataclasses.field(default_factory=list)
     path: str | None = None
+    guard_events: list = dataclasses.field(default_factory=list)
 
     # -- construction ----------------------------------------------------------
     @classmethod

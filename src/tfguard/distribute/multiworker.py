@@ -445,7 +445,18 @@ def lost_workers(model: keras.Model | None = None, strategy=None):
         raise lost from error
 
 
+COMPLETED_STEP = "_tfguard_completed_step"
+"""A model attribute: a function giving the global step of the last completed step, if known.
+
+tfguard's instrumentation sets it: a step cut short by a lost peer may
+already have moved the optimizer's `iterations` on this worker.
+"""
+
+
 def _step_of(model) -> int | None:
+    completed = getattr(model, COMPLETED_STEP, None)
+    if completed is not None and completed() is not None:
+        return int(completed())
     optimizer = getattr(model, "optimizer", None)
     if optimizer is None:
         return None

@@ -50,10 +50,14 @@ class Slot:
 
 @dataclasses.dataclass
 class Flag:
-    """A slot with its flag and, for finiteness checks, the tensor to count on failure."""
+    """A slot with its flag, or, for a finiteness check, the tensor it is computed from.
+
+    Finiteness flags are computed together in `finite_ok` (one sum per
+    tensor on a good step); `ok` is set for every other check.
+    """
 
     slot: Slot
-    ok: tf.Tensor
+    ok: tf.Tensor | None = None
     tensor: tf.Tensor | None = None
     result: object = None  # a data CheckResult (counted in the graph for several replicas)
 
@@ -64,9 +68,30 @@ def float_leaves(value) -> list[tf.Tensor]:
 
 
 def finite_flags(checkpoint: str, named: dict) -> list[Flag]:
-    """One `finite` flag per float tensor: `where -> tensor`."""
-    return [Flag(Slot(checkpoint, where, "finite"), tf.reduce_all(tf.math.is_finite(t)), t)
-            for where, t in named.items()]
+    """One `finite` flag per float tensor: `where -> tensor` (computed by `finite_ok`)."""
+    return [Flag(Slot(checkpoint, where, "finite"), tensor=t) for where, t in named.items()]
+
+
+def finite_ok(tensors: list[tf.Tensor]) -> tf.Tensor:
+    """Per tensor, whether every value is finite: a bool vector.
+
+    A good step costs one sum per tensor: a finite sum of every tensor
+    means every value is finite. Only when a sum is not finite (a NaN or
+    Inf, or a sum that overflowed) is each tensor checked value by value,
+    under a `tf.cond`, so the flags are exact.
+
+    Example:
+
+    >>> finite_ok([tf.constant([1.0, 2.0]), tf.constant([3e38, 3e38]), tf.constant([float("nan")])]).numpy()
+    array([ True,  True, False])
+    """
+    sums = tf.stack([tf.reduce_sum(tf.cast(t, tf.float32)) for t in tensors])
+
+    def exact():
+        return tf.stack([tf.reduce_all(tf.math.is_finite(t)) for t in tensors])
+
+    return tf.cond(tf.reduce_all(tf.math.is_finite(sums)),
+                   lambda: tf.ones([len(tensors)], tf.bool), exact)
 
 
 def data(contract: Contract, x, y, sample_weight, *, counted: bool) -> list[Flag]:
@@ -156,5 +181,5 @@ def _path(variable) -> str:
     return getattr(variable, "path", None) or variable.name
 
 
-__all__ = ["CHECKPOINTS", "MUST_REJECT", "Flag", "Slot", "data", "finite_flags", "float_leaves",
+__all__ = ["CHECKPOINTS", "MUST_REJECT", "Flag", "Slot", "data", "finite_flags", "finite_ok", "float_leaves",
            "forward", "gradients", "loss", "update"]

@@ -41,6 +41,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tfguard import tags
 from tfguard.firewall.probes import NO_RATIO
 from tfguard.firewall.record import StepRecord, freeze
 from tfguard.firewall.step import LOGS_KEY, OUTPUT_KEY
@@ -212,7 +213,7 @@ class Host:
         return logs
 
 
-_UNMOVED = ("weight_norm/", "update_ratio/")  # what an update that was not applied did not change
+_UNMOVED = (tags.WEIGHT_NORM, tags.UPDATE_RATIO)  # what an update that was not applied did not change
 
 
 def _meaningful(scalars: dict, histograms: dict, moved: bool) -> tuple[dict, dict]:
@@ -225,9 +226,9 @@ def _meaningful(scalars: dict, histograms: dict, moved: bool) -> tuple[dict, dic
     """
     scalars = {t: v for t, v in scalars.items()
                if (moved or not t.startswith(_UNMOVED))
-               and not (t.startswith("update_ratio/") and v == NO_RATIO)}
+               and not (t.startswith(tags.UPDATE_RATIO) and v == NO_RATIO)}
     if not moved:
-        histograms = {t: v for t, v in histograms.items() if not t.startswith("hist/weights/")}
+        histograms = {t: v for t, v in histograms.items() if not t.startswith(tags.hist_weights(""))}
     return scalars, histograms
 
 

@@ -33,19 +33,20 @@ from collections.abc import Callable
 import keras
 
 from tfguard.distribute.keras_20585 import enable_multi_worker
+from tfguard.distribute.multiworker import COMPLETED_STEP
 from tfguard.firewall import probes
 from tfguard.firewall.config import GuardConfig, infer_contract
 from tfguard.firewall.host import Host, wrap_fit
-from tfguard.firewall.policy import GuardEvent, GuardWarning, Violation
+from tfguard.firewall.policy import Counters, GuardEvent, GuardWarning, Violation
 from tfguard.firewall.record import Bus
 from tfguard.firewall.step import make_step
 from tfguard.hooks import context, taps
 
 _INSTRUMENTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_PATCHED = ("train_step", "make_train_function", "reset_metrics", "fit")
+_PATCHED = ("train_step", "make_train_function", "reset_metrics", "fit", COMPLETED_STEP)
 
 
-class Instrumentation:
+class Instrumentation(Counters):
     """Everything tfguard attached to one model.
 
     Args:
@@ -53,6 +54,7 @@ class Instrumentation:
     """
 
     def __init__(self, model: keras.Model):
+        super().__init__()
         self.model = model
         self.guard: GuardConfig | None = None
         self.contract = None
@@ -68,12 +70,6 @@ class Instrumentation:
         self.events: list[GuardEvent] = []
         self.coverage: list[str] = []
         self.violation = Violation(self)
-        self.violations = 0
-        self.skipped = 0
-        self.epoch_violations = 0
-        self.epoch_skipped = 0
-        self.consecutive_skips = 0
-        self.quarantined = 0
         self.batches = 0  # batches this model trained on, across fits
         self.epoch: int | None = None
         self.epoch_batch: int | None = None
@@ -130,8 +126,11 @@ class Instrumentation:
         self.original_step = model.train_step
 
         def make_once():
+            installed = model.train_function
             original_make(model, True)
-            return model.train_function
+            function = model.train_function
+            model.train_function = installed  # the host loop stays the train function
+            return function
 
         def make_train_function(force=False):
             if model.train_function is not None and not force:
@@ -155,6 +154,7 @@ class Instrumentation:
         object.__setattr__(model, "make_train_function", make_train_function)
         object.__setattr__(model, "reset_metrics", reset_metrics)
         object.__setattr__(model, "fit", wrap_fit(model, self))
+        object.__setattr__(model, COMPLETED_STEP, lambda: self.host_step)
         self._attached = True
         self._retrace()
 
@@ -166,15 +166,17 @@ class Instrumentation:
             if name in self.model.__dict__:
                 object.__delattr__(self.model, name)
         taps.uninstall(self._tapped)
+        context.unwatch_loss(self.model)
         self._tapped = []
         self._attached = False
         self._host = None
         self.model.train_function = None
 
     def _retrace(self) -> None:
-        if self._attached:
-            self.model.train_function = None
+        """Drops every trace: each is traced again on its next use (the host loop stays installed)."""
         self.plans = {}
+        if self._host is not None:
+            self._host.functions.clear()
 
     def set_plan(self, plan) -> None:
         """Called by the step at trace time: the outputs of that trace."""
@@ -215,17 +217,6 @@ class Instrumentation:
         if self.epoch is not None:
             self.epoch_batch = 0 if self.epoch_batch is None else self.epoch_batch + 1
         return batch, self.epoch, self.epoch_batch if self.epoch is not None else None
-
-    def count(self, applied: bool) -> None:
-        """Counts one violation; `applied` says whether its update went through (`warn`)."""
-        self.violations += 1
-        self.epoch_violations += 1
-        if applied:
-            self.consecutive_skips = 0
-        else:
-            self.skipped += 1
-            self.epoch_skipped += 1
-            self.consecutive_skips += 1
 
     def global_step(self) -> int:
         """The global step now: the iterations of the optimizer that counts the steps."""

@@ -47,14 +47,14 @@ import tensorflow as tf
 from tfguard.firewall import checkpoints
 from tfguard.firewall.checkpoints import Flag
 from tfguard.firewall.config import DEFAULT_QUARANTINE, GuardConfig
-from tfguard.firewall.policy import GuardEvent, Violation
-from tfguard.firewall.step import Plan, finite_counts, hold_state
+from tfguard.firewall.policy import Counters, GuardEvent, Violation
+from tfguard.firewall.step import Plan, decide, hold_state
 from tfguard.hooks import context
 from tfguard.hooks.context import StepContext
 from tfguard.hooks.transaction import Transaction
 
 
-class GuardedStep:
+class GuardedStep(Counters):
     """A hand-written step function, guarded; call it as the function.
 
     Args:
@@ -73,26 +73,17 @@ class GuardedStep:
         self.contract = None
         self.events: list[GuardEvent] = []
         self.event_listeners: list = []
-        self.violations = self.skipped = self.consecutive_skips = self.quarantined = 0
-        self.epoch_violations = self.epoch_skipped = 0
+        Counters.__init__(self)
         self.batches = 0
         self.plan: Plan | None = None
         self.violation = Violation(self)
         self.original_step = None
         self._compiled = isinstance(step_fn, tf.types.experimental.GenericFunction)
+        # a tf.function's Python body is traced into the guarded step's own graph, where
+        # its updates and losses can be checked (a nested function's graph is out of reach)
+        self._body = getattr(step_fn, "python_function", step_fn)
         self._function = (tf.function(self._guarded, jit_compile=jit_compile)
                           if self._compiled or jit_compile else self._guarded)
-
-    def count(self, applied: bool) -> None:
-        """Counts one violation (see `Instrumentation.count`)."""
-        self.violations += 1
-        self.epoch_violations += 1
-        if applied:
-            self.consecutive_skips = 0
-        else:
-            self.skipped += 1
-            self.epoch_skipped += 1
-            self.consecutive_skips += 1
 
     def _guarded(self, *args, **kwargs):
         step_context = StepContext(self.model)
@@ -104,27 +95,19 @@ class GuardedStep:
                 named[f"argument {index}" + (f"[{position}]" if position else "")] = leaf
         flags: list[Flag] = checkpoints.finite_flags("data", named)
         with step_context.active():
-            outputs = self.step_fn(*args, **kwargs)
-        returned = outputs if isinstance(outputs, dict) else {"value": outputs}
-        flags += checkpoints.loss(step_context, {k: v for k, v in returned.items()
-                                                 if isinstance(v, tf.Tensor)})
+            outputs = self._body(*args, **kwargs)
+        if isinstance(outputs, dict) or step_context.losses:
+            flags += checkpoints.loss(step_context, outputs)
+        else:  # the function returned its loss (or a few values): each float one must be finite
+            leaves = checkpoints.float_leaves(outputs)
+            flags += checkpoints.finite_flags("loss", {
+                "returned value" + (f" {i}" if len(leaves) > 1 else ""): t for i, t in enumerate(leaves)})
         flags += checkpoints.gradients(step_context)
         flags += checkpoints.update(step_context)
         extra = {}
         if flags:
-            ok = tf.stack([f.ok for f in flags])
-            failures = tf.cast(tf.logical_not(ok), tf.float32)
-            must = [i for i, f in enumerate(flags) if f.slot.must_reject]
-            failed = failures > 0
-            must_reject = tf.reduce_any(tf.gather(failed, must)) if must else tf.constant(False)
-            reject = must_reject if self.guard.policy == "warn" else tf.reduce_any(failed)
-            finite = [f for f in flags if f.tensor is not None]
-            local_failed = tf.logical_not(tf.reduce_all(tf.stack([f.ok for f in finite])))
-            counts = tf.cond(local_failed, lambda: finite_counts(finite),
-                             lambda: tf.zeros([len(finite), 4]))
-            step_context.transaction.restore_if(reject)
-            extra = {"failures": failures, "applied": tf.cast(tf.logical_not(reject), tf.float32),
-                     "finite_counts": counts}
+            extra = decide(flags, self.guard.policy)
+            step_context.transaction.restore_if(extra.pop("reject"))
         optimizer = step_context.step_optimizer
         if optimizer is not None:
             extra["iterations"] = tf.identity(tf.convert_to_tensor(optimizer.iterations))
@@ -232,9 +215,16 @@ def ungate_optimizers() -> None:
     context.remove_outside_gate(_gate)
 
 
+def reset_gate_counts() -> None:
+    """Forgets the counts (a new `tfguard run` session starts from zero)."""
+    for counter in list(_COUNTERS.values()):
+        counter.assign(0)
+
+
 def gate_counts() -> dict[str, int]:
     """Optimizer name -> how many of its updates were rejected (for optimizers still alive)."""
     return {optimizer.name: int(counter.numpy()) for optimizer, counter in list(_COUNTERS.items())}
 
 
-__all__ = ["GuardedStep", "gate_counts", "gate_optimizers", "guard_step", "ungate_optimizers"]
+__all__ = ["GuardedStep", "gate_counts", "gate_optimizers", "guard_step", "reset_gate_counts",
+           "ungate_optimizers"]

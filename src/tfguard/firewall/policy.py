@@ -104,6 +104,29 @@ def describe_position(batch: int, epoch: int | None, epoch_batch: int | None) ->
     return text
 
 
+class Counters:
+    """The violation counters of a guarded model (or step function)."""
+
+    def __init__(self):
+        self.violations = 0
+        self.skipped = 0
+        self.epoch_violations = 0
+        self.epoch_skipped = 0
+        self.consecutive_skips = 0
+        self.quarantined = 0
+
+    def count(self, applied: bool) -> None:
+        """Counts one violation; `applied` says whether its update went through (`warn`)."""
+        self.violations += 1
+        self.epoch_violations += 1
+        if applied:
+            self.consecutive_skips = 0
+        else:
+            self.skipped += 1
+            self.epoch_skipped += 1
+            self.consecutive_skips += 1
+
+
 class Violation:
     """The policy of one guarded model: turns failed flags into events and acts.
 
@@ -187,6 +210,10 @@ class Violation:
 
     def _localize(self, event: GuardEvent):
         inst = self.inst
+        if inst.model.distribute_strategy.num_replicas_in_sync > 1:
+            event.failed.append("replay: not run under a multi-replica strategy (the step would "
+                                "need every replica); run `tfguard replay PATH` on one device")
+            return None
         try:
             return replay(event.quarantine, model=inst.model, step_fn=inst.original_step)
         except Exception as error:  # localization is best effort; the violation stands
@@ -232,4 +259,4 @@ class Violation:
         return counts, f"failed check '{slot.check}': {result.describe(values)}"
 
 
-__all__ = ["ACTIONS", "HINTS", "GuardEvent", "GuardWarning", "Violation", "describe_position"]
+__all__ = ["ACTIONS", "HINTS", "Counters", "GuardEvent", "GuardWarning", "Violation", "describe_position"]

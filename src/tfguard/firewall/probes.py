@@ -11,7 +11,8 @@ thunk, that the step stacks into one tensor each.
 
 Example:
 
->>> # Used by the recording trace of tfguard.firewall.step; see there.
+>>> Wanted(weights=True, histograms=frozenset({"gradients"})).weights
+True
 """
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ Example:
 
 >>> bus = Bus()
 >>> seen = []
->>> bus.subscribe(lambda record: seen.append(record.step), scalars_every=3)
->>> bus.subscribe(lambda record: None, scalars_every=10)
+>>> _ = bus.subscribe(lambda record: seen.append(record.step), scalars_every=3)
+>>> _ = bus.subscribe(lambda record: None, scalars_every=10)
 >>> [step for step in range(12) if bus.due(step)]
 [0, 3, 6, 9, 10]
 """

@@ -22,9 +22,14 @@ The recording traces (`kinds` not empty) also compute the signals
 (`tfguard.firewall.probes`). The host (`tfguard.firewall.host`) reads the
 flags and applies the policy.
 
-Example:
+Example (the model's own step is still there, under the guarded one):
 
->>> # Used through tfguard.guard(model) or tfguard.instrument(model); see there.
+>>> import keras, tfguard
+>>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+>>> own = model.train_step
+>>> _ = tfguard.guard(model)
+>>> getattr(model.train_step, ORIGINAL_STEP) == own
+True
 """
 
 from __future__ import annotations
@@ -100,6 +105,32 @@ def _sanitize(contract, data):
     return data
 
 
+def decide(flags: list[Flag], policy: str) -> dict:
+    """One decision from every flag, the same on every replica (the flags are all-reduced).
+
+    Returns `failures` (per slot, how many replicas failed it), `applied`,
+    `reject` (a bool tensor) and, when a finiteness check failed,
+    `finite_counts` (NaN/+Inf/-Inf/size per finite slot, computed only then).
+    """
+    finite = [f for f in flags if f.tensor is not None]
+    finite_flags = checkpoints.finite_ok([f.tensor for f in finite]) if finite else None
+    finite_index = {id(f): i for i, f in enumerate(finite)}
+    ok = tf.stack([finite_flags[finite_index[id(f)]] if f.tensor is not None else f.ok for f in flags])
+    failures = _all_reduce_sum(tf.cast(tf.logical_not(ok), tf.float32))
+    failed = failures > 0
+    must = [i for i, f in enumerate(flags) if f.slot.must_reject]
+    must_reject = tf.reduce_any(tf.gather(failed, must)) if must else tf.constant(False)
+    reject = must_reject if policy == "warn" else tf.reduce_any(failed)
+    decision = {"failures": failures, "applied": tf.cast(tf.logical_not(reject), tf.float32),
+                "reject": reject}
+    if finite:
+        local_failed = tf.logical_not(tf.reduce_all(finite_flags))
+        zeros = tf.zeros([len(finite), 4])
+        decision["finite_counts"] = _all_reduce_sum(
+            tf.cond(local_failed, lambda: finite_counts(finite), lambda: zeros))
+    return decision
+
+
 def hold_state(model: keras.Model, context: StepContext) -> None:
     """Holds everything a step of `model` may change, before it runs."""
     txn = context.transaction
@@ -158,7 +189,7 @@ def make_step(model: keras.Model, inst, original) -> callable:
         kinds = frozenset(inst.tracing_kinds)
         config = inst.guard
         if config is None and not kinds:
-            return original(data)
+            return _bare(model, inst, original, data)
         x, y, sample_weight = keras_compat.unpack(data)
         contract = inst.contract if config is not None else None
         flags: list[Flag] = []
@@ -189,20 +220,9 @@ def make_step(model: keras.Model, inst, original) -> callable:
             if inst.in_graph_batch:
                 outputs["batch"] = {k: v for k, v in (("x", x), ("y", y), ("sample_weight", sample_weight))
                                     if v is not None}
-            ok = tf.stack([f.ok for f in flags])
-            failures = _all_reduce_sum(tf.cast(tf.logical_not(ok), tf.float32))
-            failed = failures > 0
-            must = [i for i, f in enumerate(flags) if f.slot.must_reject]
-            must_reject = tf.reduce_any(tf.gather(failed, must)) if must else tf.constant(False)
-            reject = must_reject if config.policy == "warn" else tf.reduce_any(failed)
-            outputs["failures"] = failures
-            outputs["applied"] = tf.cast(tf.logical_not(reject), tf.float32)
-            finite = [f for f in flags if f.tensor is not None]
-            if finite:
-                local_failed = tf.logical_not(tf.reduce_all(tf.stack([f.ok for f in finite])))
-                zeros = tf.zeros([len(finite), 4])
-                outputs["finite_counts"] = _all_reduce_sum(
-                    tf.cond(local_failed, lambda: finite_counts(finite), lambda: zeros))
+            decision = decide(flags, config.policy)
+            reject = decision.pop("reject")
+            outputs.update(decision)
             counted = [f.result for f in flags if f.result is not None]
             if counted:  # keyed by position: Keras wraps outputs in an Optional
                 outputs["data_values"] = {
@@ -241,11 +261,25 @@ def make_step(model: keras.Model, inst, original) -> callable:
     return train_step
 
 
+def _bare(model: keras.Model, inst, original, data):
+    """The plain trace of a model with listeners and no guard: the step, and where the global step is."""
+    logs = original(data)
+    if not isinstance(logs, dict):
+        logs = {LOGS_KEY: logs}
+    optimizer = inst.step_optimizer or getattr(model, "optimizer", None)
+    outputs = {}
+    if optimizer is not None:
+        outputs["iterations"] = tf.identity(tf.convert_to_tensor(optimizer.iterations))
+    inst.set_plan(Plan(slots=[], finite_slots=[], data_results=[], scalar_keys=[], histogram_keys=[],
+                       kinds=frozenset(), coverage=[], counts_steps=optimizer is not None))
+    return {**logs, OUTPUT_KEY: outputs}
+
+
 def _direct(model: keras.Model, records: list) -> list:
     """The tape's records of the model's direct sub-layers (the output-mode fallback)."""
     direct = {id(layer) for layer in getattr(model, "layers", [])}
     return [(layer, out) for layer, out in records if id(layer) in direct]
 
 
-__all__ = ["HISTOGRAMS", "LOGS_KEY", "OUTPUT_KEY", "SCALARS", "Plan", "finite_counts", "hold_state",
+__all__ = ["HISTOGRAMS", "LOGS_KEY", "OUTPUT_KEY", "SCALARS", "Plan", "decide", "finite_counts", "hold_state",
            "make_step"]

@@ -6,6 +6,7 @@ Example:
 """
 
 from tfguard.forensics.quarantine import Quarantine, load_quarantine, save_quarantine
-from tfguard.forensics.replay import ReplayReport, replay
+from tfguard.forensics.replay import ReplayReport, definitions, replay, replay_saved
 
-__all__ = ["Quarantine", "ReplayReport", "load_quarantine", "replay", "save_quarantine"]
+__all__ = ["Quarantine", "ReplayReport", "definitions", "load_quarantine", "replay", "replay_saved",
+           "save_quarantine"]

@@ -81,6 +81,8 @@ class ReplayReport:
     op_detail: str = ""
     nonfinite_layers: list = dataclasses.field(default_factory=list)
     nonfinite_variables: list = dataclasses.field(default_factory=list)
+    source: str = "replayed"  # or "stored": the live model's replay, kept when the batch was saved
+    load_error: str = ""  # why the saved model could not be loaded (a stored report)
 
     def summary(self) -> str:
         """A few lines for a person: layer, variable, op."""
@@ -100,6 +102,11 @@ class ReplayReport:
                 f"({counts.get('nan', 0)} NaN, {counts.get('posinf', 0)} +Inf, "
                 f"{counts.get('neginf', 0)} -Inf)."
             )
+        if self.source == "stored":
+            lines.insert(0, "Replayed with the live model when the batch was saved (the saved model "
+                         "cannot be loaded here: its classes are defined in the training script).")
+            lines.append(f"To re-run: tfguard replay {self.path} --import FILE.py (the file that "
+                         "defines the layers, and does not train on import).")
         if not lines:
             lines.append(
                 f"Replay found no non-finite value (loss {self.loss:.6g}): the violation came "
@@ -109,6 +116,13 @@ class ReplayReport:
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: dict) -> ReplayReport:
+        """A report read back from JSON (`replay.json`); unknown keys are ignored."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        known = {k: v for k, v in values.items() if k in names}
+        return cls(**{"path": "", "step": 0, "loss": float("nan"), **known})
 
 
 def _nonfinite(value) -> bool:
@@ -284,3 +298,74 @@ def _find_op(model, step_fn, data, report: ReplayReport) -> None:
         layer = _LAYER.search(text)
         where = f" in {layer.group(1)}.call" if layer else ""
         report.op_detail = f"{where}{': ' + counts if counts else ''}"
+
+
+def definitions(files) -> dict:
+    """The Keras classes a training script defines, as `custom_objects` (imports each file).
+
+    The file runs as a module named `tfguard_definitions_<n>`: a script that
+    trains at import (no `if __name__ == "__main__":` guard) trains here too.
+
+    Raises:
+        QuarantineError: for a file that does not exist or fails to import.
+    """
+    import importlib.util
+    import inspect
+    import os
+    import sys
+
+    found: dict = {}
+    for number, file in enumerate(files):
+        if not os.path.isfile(file):
+            raise QuarantineError(f"Received --import {file!r}, expected a Python file that "
+                                  "defines the model's layers.")
+        name = f"tfguard_definitions_{number}"
+        spec = importlib.util.spec_from_file_location(name, file)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as error:
+            raise QuarantineError(f"Importing {file} failed: {type(error).__name__}: {error}",
+                                  hint="import a module that defines the layers without training "
+                                  "at import time") from error
+        for key, value in vars(module).items():
+            if inspect.isclass(value) and issubclass(value, (keras.layers.Layer, keras.losses.Loss,
+                                                            keras.metrics.Metric,
+                                                            keras.optimizers.Optimizer)):
+                found[key] = value
+    return found
+
+
+def replay_saved(path: str, imports=()) -> ReplayReport:
+    """`tfguard replay PATH`: replay with the saved model, or show the live model's replay.
+
+    The saved `model.keras` is loaded (with the classes of `imports`) and the
+    batch replayed. When it cannot be loaded (a model whose classes live in
+    the training script) and the live model's replay was stored with the
+    batch, that one is returned (`source == "stored"`).
+
+    Example:
+
+    >>> replay_saved("no/such/quarantine")
+    Traceback (most recent call last):
+    ...
+    tfguard.errors.QuarantineError: Received an invalid quarantine folder 'no/such/quarantine': 'meta.json' is missing, expected meta.json, batch.npz and weights.npz.
+    Try: pass a folder printed by a GuardViolation, e.g. tfguard-quarantine/<model>/batch-N
+
+    Raises:
+        QuarantineError: for a bad folder, or a model that cannot be loaded
+            with no stored replay.
+    """
+    quarantine = load_quarantine(path)
+    try:
+        return replay(path, custom_objects=definitions(imports) or None)
+    except QuarantineError as error:
+        stored = quarantine.stored_replay()
+        if stored is None:
+            raise
+        report = ReplayReport.from_dict(stored["report"])
+        report.path, report.source = path, "stored"
+        report.op_detail = report.op_detail or ""
+        report.load_error = error.message
+        return report

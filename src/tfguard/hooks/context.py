@@ -26,7 +26,7 @@ Example:
 >>> model.compile(optimizer="sgd", loss="mse")
 >>> context = StepContext(model)
 >>> with context.active():
-...     model.train_step((tf.ones((4, 2)), tf.ones((4, 1))))
+...     logs = model.train_step((tf.ones((4, 2)), tf.ones((4, 1))))
 >>> [len(update.gradients) for update in context.updates], context.losses[0].loss.shape
 ([2], TensorShape([]))
 """
@@ -108,20 +108,12 @@ class StepContext:
         self.graph = tf.compat.v1.get_default_graph() if not tf.executing_eagerly() else None
         stack = _stack()
         stack.append(self)
-        model = self.model
-        watch_loss = model is not None and hasattr(model, "compute_loss")
-        if watch_loss:
-            own_loss = "compute_loss" in vars(model)
-            original_loss = model.compute_loss
-            object.__setattr__(model, "compute_loss", _loss_recorder(self, original_loss))
+        if self.model is not None:
+            watch_loss(self.model)
         try:
             yield self
         finally:
             stack.pop()
-            if watch_loss and own_loss:
-                object.__setattr__(model, "compute_loss", original_loss)
-            elif watch_loss:
-                object.__delattr__(model, "compute_loss")
 
     def in_step_graph(self) -> bool:
         """Whether ops built now land in the step's own graph (not a `cond`/loop branch)."""
@@ -165,18 +157,44 @@ def current() -> StepContext | None:
     return stack[-1] if stack else None
 
 
-def _loss_recorder(context: StepContext, original):
+def watch_loss(model) -> None:
+    """Wraps the model's `compute_loss` (once, on the instance) to record what the current step computes.
+
+    The wrapper looks the step up in this thread (replicas trace in threads
+    of their own) and records only for a step of this very model; otherwise
+    it is the model's own `compute_loss`.
+    """
+    if not hasattr(model, "compute_loss") or getattr(model.compute_loss, _MARK, None) is not None:
+        return
+    original = model.compute_loss
+
     @functools.wraps(original)
     def compute_loss(*args, **kwargs):
         loss = original(*args, **kwargs)
-        names = ("x", "y", "y_pred", "sample_weight")
-        bound = dict(zip(names, args))
-        bound.update({k: v for k, v in kwargs.items() if k in names})
-        if context.in_step_graph() and isinstance(loss, tf.Tensor):
+        context = current()
+        if context is not None and context.model is model and context.in_step_graph() \
+                and isinstance(loss, tf.Tensor):
+            names = ("x", "y", "y_pred", "sample_weight")
+            bound = dict(zip(names, args))
+            bound.update({k: v for k, v in kwargs.items() if k in names})
             context.losses.append(LossSeen(loss, bound.get("y_pred"), bound.get("y")))
         return loss
 
-    return compute_loss
+    setattr(compute_loss, _MARK, original)
+    object.__setattr__(model, "compute_loss", compute_loss)
+
+
+def unwatch_loss(model) -> None:
+    """Removes the `compute_loss` wrapper of `watch_loss`."""
+    wrapped = vars(model).get("compute_loss")
+    original = getattr(wrapped, _MARK, None)
+    if original is None:
+        return
+    if getattr(original, "__self__", None) is model and getattr(original, "__func__", None) is getattr(
+            type(model), "compute_loss", None):
+        object.__delattr__(model, "compute_loss")
+    else:
+        object.__setattr__(model, "compute_loss", original)
 
 
 # -- the optimizer's door ----------------------------------------------------------------
@@ -245,4 +263,4 @@ def uninstall() -> None:
 
 
 __all__ = ["ORIGINAL_STEP", "LossSeen", "StepContext", "Update", "add_outside_gate", "current", "install",
-           "remove_outside_gate", "uninstall"]
+           "remove_outside_gate", "uninstall", "unwatch_loss", "watch_loss"]

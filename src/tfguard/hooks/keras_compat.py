@@ -47,8 +47,9 @@ def call_has_training_arg(model: keras.layers.Layer) -> bool:
 
 
 def nested_layers(model: keras.layers.Layer) -> list[keras.layers.Layer]:
-    """Every layer nested in `model`, depth first, without `model` itself."""
-    return list(model._flatten_layers(include_self=False, recursive=True))
+    """Every layer nested in `model`, depth first, without `model` itself and input layers."""
+    return [layer for layer in model._flatten_layers(include_self=False, recursive=True)
+            if not isinstance(layer, keras.layers.InputLayer)]
 
 
 def loss_tracker(model: keras.Model):

@@ -91,7 +91,7 @@ class Transaction:
             key = id(tf_var)
             if key in self._held:
                 continue
-            before = tf.identity(tf.convert_to_tensor(tf_var))
+            before = tf.convert_to_tensor(tf_var)  # one read: TensorFlow copies the buffer only if the step then writes it in place
             self._held[key] = Held(variable, tf_var, before, checked and is_float(variable))
 
     def before(self, variable) -> tf.Tensor | None:
@@ -113,7 +113,15 @@ class Transaction:
         """Assigns every held value back when `reject` holds, in any replica context.
 
         `reject` must be the same on every replica (all-reduce the flags first).
+        Executed eagerly (a replay), the values are assigned at once when
+        `reject` holds.
         """
+        if tf.executing_eagerly() and tf.distribute.get_replica_context() is not None \
+                and not tf.distribute.has_strategy():
+            if bool(reject):
+                for h in self._held.values():
+                    h.tf_variable.assign(h.before)
+            return
         local = [h for h in self._held.values() if _sync_on_read(h.tf_variable)]
         shared = [h for h in self._held.values() if not _sync_on_read(h.tf_variable)]
         if local:

@@ -4,6 +4,12 @@ Carries a model from raw data through `tf.data` and training to exported
 artifacts (`.keras`, a SavedModel whose signature takes raw inputs and
 preprocesses them in the graph, TFLite) with their `contract.json`, and
 checks that all of them answer alike.
+
+Example:
+
+>>> from tfguard.pipeline import TrainConfig
+>>> TrainConfig(epochs=2).epochs
+2
 """
 
 from tfguard.pipeline.data import DatasetInfo, LoadedData, load_data

@@ -84,13 +84,13 @@ import tensorflow as tf
 
 from tfguard import tags
 from tfguard.errors import ContractError, SummaryWriteError
+from tfguard.firewall import instrument, instrumentation_of
 from tfguard.summary import hparams as hparams_module
 from tfguard.summary import lifecycle, runinfo
 from tfguard.summary.images import looks_like_images, unit_images
 from tfguard.summary.projector import check_embedding_source, compute_embeddings, write_projector
 from tfguard.summary.rundir import run_dir
 from tfguard.summary.runinfo import guard_event_line, learning_rate
-from tfguard.summary.signals import split_signals
 from tfguard.summary.writers import (
     DEFAULT_FILENAME_SUFFIX,
     DEFAULT_FLUSH_MILLIS,
@@ -143,14 +143,6 @@ def _numbers(logs):
             yield key, float(value)
         except (TypeError, ValueError):
             continue
-
-
-def _hits(first: int, count: int, every: int) -> bool:
-    """Whether a multiple of `every` lies in `[first, first + count)`."""
-    if every <= 0 or count <= 0:
-        return False
-    last = first + count - 1
-    return (last // every) * every >= first
 
 
 class Logger(keras.callbacks.Callback):
@@ -281,7 +273,6 @@ class Logger(keras.callbacks.Callback):
         self._metric_tags: set[str] = set()
         self._step = 0
         self._first_step = 1
-        self._record_if_answer: tuple[int, bool] | None = None
         self._guard_offsets = (0, 0)
         self._perf_mark: tuple[int, float] | None = None
         self._paused = 0.0
@@ -332,53 +323,33 @@ class Logger(keras.callbacks.Callback):
 
     def set_model(self, model):
         super().set_model(model)
-        if self._inst is not None and self._inst.model is model:
-            return
-        from tfguard.firewall.instrument import instrument, instrumentation_of
-
-        inst = instrumentation_of(model)
-        if self._wants_signals:
-            inst = instrument(model)
-            kinds = self.histogram_kinds
-            inst.request(
-                scalars_every=self.scalars_every or None,
-                histograms_every=self.histograms_every if kinds else None,
-                histogram_activations="activations" in kinds,
-                histogram_gradients="gradients" in kinds,
-                histogram_weights="weights" in kinds,
-                weights=True if self.scalars_every else None,
-            )
-        self._inst = inst
+        if self._inst is None or self._inst.model is not model:
+            self._inst = instrument(model) if self._wants_signals else instrumentation_of(model)
+        self._listen(True)
 
     def _listen(self, on: bool) -> None:
+        """Subscribes to the step records; every worker does (the workers must run the same step)."""
         inst = self._inst
         if inst is None:
             return
-        if on:
-            inst.add_listener(self._on_signals)
-            inst.add_event_listener(self._on_guard_event)
-        else:
-            inst.remove_listener(self._on_signals)
+        if not on:
+            inst.unsubscribe(self._on_record)
             inst.remove_event_listener(self._on_guard_event)
-
-    def _filter_histograms(self, on: bool) -> None:
-        """Lets `record_if` decide which histogram steps run the recording step at all.
-
-        Every worker sets it (not only the chief): the workers must run the same step.
-        """
-        inst = self._inst
-        if inst is None or self.record_if is None:
             return
-        if on:
-            inst.histogram_filter = self._histogram_filter
-        elif inst.histogram_filter == self._histogram_filter:
-            inst.histogram_filter = None
+        if self._wants_signals:
+            inst.subscribe(
+                self._on_record,
+                scalars_every=self.scalars_every,
+                histograms_every=self.histograms_every if self.histogram_kinds else 0,
+                histogram_kinds=self.histogram_kinds,
+                weights=bool(self.scalars_every),
+                histogram_filter=self._histogram_filter if self.record_if is not None else None,
+            )
+        inst.add_event_listener(self._on_guard_event)
 
     def _histogram_filter(self, step: int) -> bool:
-        """`record_if(step)`, asked once per histogram step (the answer is kept for the write)."""
-        if self._record_if_answer is None or self._record_if_answer[0] != step:
-            self._record_if_answer = (step, bool(self._guarded(self.record_if, step)))
-        return self._record_if_answer[1]
+        """`record_if(step)`, asked once per histogram step."""
+        return bool(self._guarded(self.record_if, step))
 
     # -- the run -----------------------------------------------------------------
     def on_train_begin(self, logs=None):
@@ -388,7 +359,7 @@ class Logger(keras.callbacks.Callback):
         from tfguard.distribute.multiworker import is_chief
 
         model = self.model
-        self._filter_histograms(True)
+        self._listen(True)  # again after an earlier fit's end
         if not is_chief(getattr(model, "distribute_strategy", None)):
             return  # only the chief writes; the step still computes the requested signals
         self._finished = False
@@ -417,7 +388,6 @@ class Logger(keras.callbacks.Callback):
         )
         if not self.active:
             return
-        self._listen(True)
         self._guard_offsets = (0, 0)
         self._start_session()
         if not self._config_text_written:
@@ -441,8 +411,9 @@ class Logger(keras.callbacks.Callback):
         self._step = step = self._read_step()
         values = [scalar_value(tags.EPOCH, epoch)]
         for key, value in _numbers(logs):
-            tag = tags.val(key[4:]) if key.startswith("val_") else tags.train(key)
-            self._metric_tags.add(tag)
+            tag = tags.from_keras_log(key)
+            if tags.is_metric(tag):
+                self._metric_tags.add(tag)
             values.append(scalar_value(tag, value))
         values.extend(self._common_scalars(step))
         values.extend(self._guard_counters())
@@ -461,39 +432,23 @@ class Logger(keras.callbacks.Callback):
             self._test_started = None
 
     def on_train_end(self, logs=None):
-        self._filter_histograms(False)
         if self._training:
             self._finish("success")
 
-    # -- signals from the instrumented step ------------------------------------------
-    def _on_signals(self, step: int, signals: dict) -> None:
+    # -- records of the instrumented step ------------------------------------------------
+    def _on_record(self, record) -> None:
         """A recording step ended (called by the instrumented step, not by Keras)."""
         if self._training:
-            self._guarded(self._record, int(step), signals)
+            self._guarded(self._record, record)
 
-    def _record(self, step: int, signals: dict) -> None:
+    def _record(self, record) -> None:
         self._first_batch_values()
-        inst = self._inst
-        moved = inst.last_applied if inst is not None else True  # False: no update was applied
-        pre = step - int(moved)  # the iterations the step started from
-        self._step = step
-        record_scalars = _hits(pre, 1, self.scalars_every)
-        record_hists = bool(self.histogram_kinds) and _hits(pre, 1, self.histograms_every)
-        if record_hists and self.record_if is not None:
-            record_hists = self._histogram_filter(pre + 1)
-        values = []
-        scalars, histograms = split_signals(signals)
-        if record_scalars:
-            values.extend(scalar_value(tag, value) for tag, value in scalars.items())
-            if moved:  # batch values at an unchanged step would land on the previous step's point
-                logs = inst.last_logs if inst is not None else None
-                values.extend(scalar_value(tags.batch(k), v) for k, v in _numbers(logs))
-                values.extend(self._common_scalars(step))
-        if record_hists:
-            for tag, buckets in histograms.items():
-                kind = tag.split("/")[1]
-                if kind in self.histogram_kinds:
-                    values.append(histogram_value(tag, buckets))
+        self._step = step = record.step
+        values = [scalar_value(tag, value) for tag, value in record.scalars.items()]
+        if record.scalars and record.moved:  # batch values at an unchanged step would land on the previous point
+            values.extend(scalar_value(tags.batch(k), v) for k, v in _numbers(record.logs))
+            values.extend(self._common_scalars(step))
+        values.extend(histogram_value(tag, buckets) for tag, buckets in record.histograms.items())
         if values:
             self._pending.setdefault(step, []).extend(values)
         self._emit()
@@ -546,6 +501,8 @@ class Logger(keras.callbacks.Callback):
 
     # -- helpers -------------------------------------------------------------------
     def _read_step(self) -> int:
+        if self._inst is not None:
+            return self._inst.global_step()
         optimizer = getattr(self.model, "optimizer", None)
         if optimizer is None:
             return 0
@@ -674,7 +631,6 @@ class Logger(keras.callbacks.Callback):
                 raise
         finally:
             self._listen(False)
-            self._filter_histograms(False)
             for hook in self._signal_hooks:
                 hook.restore()
             lifecycle.unwrap_train_function(self.model, self._wrapper)

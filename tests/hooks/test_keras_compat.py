@@ -1,0 +1,79 @@
+"""The private Keras surface tfguard touches, checked: a Keras release that changes it fails here first.
+
+Each test names the item of `tfguard.hooks.keras_compat` (and of the README's
+compatibility note) it guards.
+"""
+
+import inspect
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfguard.hooks import context, keras_compat
+
+
+def test_call_has_training_arg_is_what_keras_computes():
+    class NoTraining(keras.Model):
+        def call(self, inputs):
+            return inputs
+
+    class WithTraining(keras.Model):
+        def call(self, inputs, training=False):
+            return inputs
+
+    assert keras_compat.call_has_training_arg(WithTraining()) is True
+    assert keras_compat.call_has_training_arg(NoTraining()) is False
+    assert hasattr(keras.Model(), "_call_has_training_arg")
+
+
+def test_nested_layers_walks_sub_models():
+    inner = keras.Sequential([keras.Input((2,)), keras.layers.Dense(2, name="inner_dense")], name="inner")
+    outer = keras.Sequential([keras.Input((2,)), inner, keras.layers.Dense(1, name="top")])
+    assert [layer.name for layer in keras_compat.nested_layers(outer)] == ["inner", "inner_dense", "top"]
+
+
+def test_the_loss_tracker_is_the_compiled_loss_mean():
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    tracker = keras_compat.loss_tracker(model)
+    assert isinstance(tracker, keras.metrics.Mean) and tracker.name == "loss"
+
+
+def test_every_optimizer_inherits_apply_from_the_wrapped_class():
+    for cls in (keras.optimizers.SGD, keras.optimizers.Adam, keras.optimizers.AdamW,
+                keras.optimizers.RMSprop, keras.optimizers.Adagrad, keras.optimizers.Nadam):
+        owner = next(c for c in cls.__mro__ if "apply" in c.__dict__)
+        assert issubclass(owner, keras.optimizers.Optimizer) or issubclass(
+            keras_compat.OPTIMIZER_CLASS, owner), cls
+        assert cls.apply is keras_compat.OPTIMIZER_CLASS.apply, cls
+    # the loss scale optimizer keeps its own apply and calls the inner one inside a cond
+    assert "apply" in keras.optimizers.LossScaleOptimizer.__dict__
+    assert list(inspect.signature(keras.optimizers.Optimizer.apply).parameters)[:3] == [
+        "self", "grads", "trainable_variables"]
+
+
+def test_apply_gradients_reaches_apply_where_the_door_sees_it():
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    step = context.StepContext(model)
+    with step.active():
+        model.train_step((tf.ones((2, 2)), tf.ones((2, 1))))
+    assert len(step.updates) == 1 and len(step.losses) == 1
+    assert step.updates[0].optimizer is model.optimizer
+
+
+def test_unpack_is_keras_public_unpacking():
+    x, y, sw = keras_compat.unpack((np.ones(2), np.zeros(2)))
+    assert sw is None and y is not None and x is not None
+
+
+def test_the_optimizers_of_a_gan_are_found():
+    model = keras.Model()
+    model.d_optimizer = keras.optimizers.Adam()
+    model.g_optimizer = keras.optimizers.Adam()
+    inner = keras.optimizers.SGD()
+    model.compile(optimizer=keras.optimizers.LossScaleOptimizer(inner))
+    found = keras_compat.optimizers_of(model)
+    assert model.optimizer in found and inner in found
+    assert model.d_optimizer in found and model.g_optimizer in found and len(found) == 4
