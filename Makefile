@@ -23,7 +23,10 @@ browser:
 demo: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/tfguard demo
 
+# The import contracts (pyproject: [tool.importlinter]) and ruff first, then the tests.
 test: $(STAMP) browser
+	$(BIN)/lint-imports
+	$(BIN)/ruff check src tests benchmarks
 	TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/python -m pytest -q
 
 lint: $(STAMP)

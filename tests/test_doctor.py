@@ -16,6 +16,9 @@ from tfguard.doctor import (
     doctor_exit_code,
     doctor_json,
     enable_memory_growth,
+    judge_keras,
+    judge_tensorboard,
+    judge_tensorflow,
     keras_uses_xla,
     render_doctor,
     run_doctor,
@@ -53,21 +56,48 @@ def test_every_line_in_order(checks):
     assert all(c.fix for c in checks.values() if c.status != "ok")
 
 
-def test_versions_fit_together(checks):
+def test_the_lines_name_the_installed_versions(checks):
     import keras
     import tensorboard
 
-    assert checks["python"].status == "ok" and platform.python_version() in checks["python"].detail
-    assert checks["tensorflow"].status == "ok" and tf.__version__ in checks["tensorflow"].detail
-    assert checks["keras"].status == "ok" and keras.__version__ in checks["keras"].detail
-    assert checks["tensorboard"].status == "ok"
+    assert platform.python_version() in checks["python"].detail
+    assert tf.__version__ in checks["tensorflow"].detail
+    assert keras.__version__ in checks["keras"].detail
     assert tensorboard.__version__ in checks["tensorboard"].detail
+    # whatever is installed, each line is the judge's verdict on it
+    assert checks["tensorflow"] == judge_tensorflow(tf.__version__)
+    assert checks["keras"].status == judge_keras(keras.__version__, keras.config.backend()).status
 
 
-def test_one_keras_here(checks):
-    assert os.environ.get("TF_USE_LEGACY_KERAS") in (None, "", "0", "false")
-    assert importlib.util.find_spec("tf_keras") is None
-    assert checks["legacy_keras"].status == "ok"
+@pytest.mark.parametrize("version, status", [("2.21.0", "ok"), ("2.21.3rc1", "ok"), ("2.20.1", "warning"),
+                                             ("2.22.0", "warning"), ("nightly", "warning")])
+def test_tensorflow_verdicts(version, status):
+    assert judge_tensorflow(version).status == status
+
+
+@pytest.mark.parametrize("version, backend, status", [
+    ("3.15.1", "tensorflow", "ok"), ("3.16.0.dev2026", "tensorflow", "ok"),
+    ("3.14.0", "tensorflow", "warning"), ("2.15.0", "tensorflow", "problem"),
+    ("3.15.1", "torch", "problem"),
+])
+def test_keras_verdicts(version, backend, status):
+    verdict = judge_keras(version, backend)
+    assert verdict.status == status and version in verdict.detail
+    assert (verdict.fix is not None) == (status != "ok")
+
+
+@pytest.mark.parametrize("version, tf_version, has_scalar, status", [
+    ("2.21.0", "2.21.0", True, "ok"), (None, "2.21.0", False, "problem"),
+    ("2.21.0", "2.21.0", False, "problem"), ("2.20.0", "2.21.0", True, "warning"),
+])
+def test_tensorboard_verdicts(version, tf_version, has_scalar, status):
+    assert judge_tensorboard(version, tf_version, has_scalar).status == status
+
+
+def test_the_legacy_keras_line_follows_this_environment(checks):
+    two = os.environ.get("TF_USE_LEGACY_KERAS") not in (None, "", "0", "false") \
+        or importlib.util.find_spec("tf_keras") is not None
+    assert (checks["legacy_keras"].status != "ok") == two
 
 
 @pytest.mark.parametrize(

@@ -33,6 +33,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from packaging.version import InvalidVersion, Version
+
 from tfguard.errors import ContractError
 
 STATUSES = ("ok", "warning", "problem")
@@ -67,13 +69,11 @@ class DoctorCheck:
 
 
 def _version_tuple(version: str) -> tuple[int, ...]:
-    parts = []
-    for piece in version.split(".")[:3]:
-        digits = "".join(ch for ch in piece if ch.isdigit())
-        if not digits:
-            break
-        parts.append(int(digits))
-    return tuple(parts)
+    """The release numbers of a version string (`packaging.version`), `()` if it is not one."""
+    try:
+        return Version(version).release
+    except InvalidVersion:
+        return ()
 
 
 def _dist_version(name: str) -> str | None:
@@ -116,7 +116,17 @@ def check_tensorflow() -> DoctorCheck:
             f"TensorFlow cannot be imported: {type(e).__name__}: {e}",
             "pip install 'tensorflow>=2.21,<2.22'",
         )
-    version = tf.__version__
+    return judge_tensorflow(tf.__version__)
+
+
+def judge_tensorflow(version: str) -> DoctorCheck:
+    """The verdict on a TensorFlow version: the 2.21 series is the one tfguard is built for.
+
+    Example:
+
+    >>> judge_tensorflow("2.21.0").status, judge_tensorflow("2.19.1").status
+    ('ok', 'warning')
+    """
     if _version_tuple(version)[:2] != TESTED_TF:
         return DoctorCheck(
             "tensorflow",
@@ -138,7 +148,18 @@ def check_keras() -> DoctorCheck:
             f"Keras cannot be imported: {type(e).__name__}: {e}",
             "pip install 'keras>=3.15,<4'",
         )
-    version = keras.__version__
+    return judge_keras(keras.__version__, keras.config.backend())
+
+
+def judge_keras(version: str, backend: str) -> DoctorCheck:
+    """The verdict on a Keras version and backend: Keras 3 (3.15 or newer) on TensorFlow.
+
+    Example:
+
+    >>> [judge_keras(v, b).status for v, b in (("3.15.1", "tensorflow"), ("2.15.0", "tensorflow"),
+    ...                                         ("3.15.1", "jax"), ("3.10.0", "tensorflow"))]
+    ['ok', 'problem', 'problem', 'warning']
+    """
     parsed = _version_tuple(version)
     if parsed[:1] != (3,):
         return DoctorCheck(
@@ -147,7 +168,6 @@ def check_keras() -> DoctorCheck:
             f"Keras {version}; TensorFlow 2.21 and tfguard need Keras 3",
             "pip install 'keras>=3.15,<4'",
         )
-    backend = keras.config.backend()
     if backend != "tensorflow":
         return DoctorCheck(
             "keras",
@@ -167,7 +187,23 @@ def check_keras() -> DoctorCheck:
 
 def check_tensorboard() -> DoctorCheck:
     """TensorBoard is installed (TF 2.21 no longer brings it) and matches TensorFlow."""
-    version = _dist_version("tensorboard")
+    try:
+        has_scalar = hasattr(_tf().summary, "scalar")
+    except Exception:
+        has_scalar = False
+    tf_version = _dist_version("tensorflow") or _dist_version("tensorflow-cpu") or ""
+    return judge_tensorboard(_dist_version("tensorboard"), tf_version, has_scalar)
+
+
+def judge_tensorboard(version: str | None, tf_version: str, has_scalar: bool) -> DoctorCheck:
+    """The verdict on TensorBoard: installed, `tf.summary.scalar` there, same minor as TensorFlow.
+
+    Example:
+
+    >>> [judge_tensorboard(*a).status for a in (("2.21.0", "2.21.0", True), (None, "2.21.0", False),
+    ...                                          ("2.20.0", "2.21.0", True), ("2.21.0", "2.21.0", False))]
+    ['ok', 'problem', 'warning', 'problem']
+    """
     if version is None:
         return DoctorCheck(
             "tensorboard",
@@ -176,10 +212,6 @@ def check_tensorboard() -> DoctorCheck:
             "without it tf.summary.scalar/histogram/image/text do not exist",
             "pip install 'tensorboard>=2.21,<2.22'",
         )
-    try:
-        has_scalar = hasattr(_tf().summary, "scalar")
-    except Exception:
-        has_scalar = False
     if not has_scalar:
         return DoctorCheck(
             "tensorboard",
@@ -187,7 +219,6 @@ def check_tensorboard() -> DoctorCheck:
             f"TensorBoard {version} is installed but tf.summary.scalar is missing",
             "reinstall tensorboard in the same environment as tensorflow",
         )
-    tf_version = _dist_version("tensorflow") or _dist_version("tensorflow-cpu") or ""
     if tf_version and _version_tuple(version)[:2] != _version_tuple(tf_version)[:2]:
         return DoctorCheck(
             "tensorboard",

@@ -74,8 +74,12 @@ class GuardViolation(TfguardError):
         super().__init__(message, hint=hint)
 
 
-class ContractError(TfguardError):
-    """A contract, check or option was declared wrongly (not a data problem)."""
+class ContractError(TfguardError, ValueError):
+    """A contract, check, option or argument was given wrongly (not a data problem).
+
+    Also a `ValueError`, as Keras raises for a wrong argument, so code that
+    catches Keras's errors catches tfguard's.
+    """
 
     exit_code = 2
 

@@ -21,7 +21,13 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from tfguard.firewall import guard
+from tfguard.diagnose import LiveDiagnosis, diagnose_logdir, render_terminal, to_json, write_html
+from tfguard.firewall import guard, guard_events
+from tfguard.pipeline.demo import DemoResult, render_demo
+from tfguard.pipeline.input import preprocess
+from tfguard.pipeline.parity import parity
+from tfguard.pipeline.train import TrainConfig, train
+from tfguard.summary import Logger
 
 
 @dataclasses.dataclass
@@ -52,7 +58,6 @@ class ObservedRun:
 
     def render(self, console) -> None:
         """The diagnosis and where everything is, for a person."""
-        from tfguard.diagnose import render_terminal
 
         render_terminal(self.diagnoses, console)
         console.print(f"firewall: {len(self.guard_events)} violation(s)"
@@ -82,9 +87,6 @@ def train_observed(
     Returns:
         An `ObservedRun`.
     """
-    from tfguard.diagnose import LiveDiagnosis, diagnose_logdir, to_json, write_html
-    from tfguard.pipeline.train import train
-    from tfguard.summary import Logger
 
     root = Path(config.logdir)
     logdir = root / "logs"
@@ -115,7 +117,6 @@ def train_observed(
     report_html = root / "report.html"
     report_json.write_text(json.dumps(to_json(diagnoses), indent=2), encoding="utf-8")
     write_html(diagnoses, report_html)
-    from tfguard.firewall import guard_events
 
     events = guard_events(wrapped["model"]) if "model" in wrapped else []
     return ObservedRun(
@@ -144,7 +145,6 @@ def _embeddings(data, wrapped: dict, samples: int = 500):
     """
     import keras
 
-    from tfguard.pipeline.input import preprocess
 
     x, y = data.x_test[:samples], data.y_test[:samples]
     names = list(getattr(data.info, "class_names", None) or [])
@@ -167,7 +167,6 @@ class DemoRun:
     demo: object  # tfguard.pipeline.demo.DemoResult
 
     def render(self, console) -> None:
-        from tfguard.pipeline.demo import render_demo
 
         render_demo(self.demo, console)
         self.observed.render(console)
@@ -192,9 +191,6 @@ def demo(
     Returns:
         A `DemoRun`; `result.demo.parity.check()` raises if parity failed.
     """
-    from tfguard.pipeline.demo import DemoResult
-    from tfguard.pipeline.parity import parity
-    from tfguard.pipeline.train import TrainConfig
 
     root = Path(root)
     config = TrainConfig(

@@ -11,7 +11,6 @@ import keras
 import pytest
 
 from tfguard.attach import ScriptError, run_script
-from tfguard.attach.session import logger_class
 from tfguard.diagnose import SCHEMA, SYMPTOMS, diagnose_logdir
 from tfguard.errors import GuardViolation
 
@@ -45,7 +44,6 @@ def test_a_healthy_script_runs_unchanged_and_is_reported_healthy(tmp_path, capsy
     assert keras.Model.fit.__qualname__ == "TensorFlowTrainer.fit"  # restored
 
 
-@pytest.mark.skipif(logger_class() is None, reason="tfguard.summary.Logger has not landed yet")
 def test_a_healthy_script_writes_event_files_per_fit(tmp_path):
     script = write(tmp_path, HEALTHY, epochs=2)
     result = run_script(script, logdir=tmp_path / "runs")

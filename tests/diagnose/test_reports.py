@@ -91,7 +91,7 @@ def test_json_schema_on_real_runs(offline):
                         "rules_skipped", "notes"}
     symptom = run["symptoms"][0]
     assert set(symptom) == {"id", "severity", "message", "where", "evidence", "suggestion",
-                            "onset_step", "onset_epoch"}
+                            "onset_step", "onset_epoch", "cause"}
     assert all(isinstance(v, (int, float, str)) for r in doc["runs"] for s in r["symptoms"]
                for v in s["evidence"].values())
     assert all(set(s) == {"id", "reason"} for s in runs["stock_healthy_digits"]["rules_skipped"])

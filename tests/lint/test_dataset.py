@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tfguard.errors import ContractError
 from tfguard.lint.dataset import is_batched, lint_dataset
 
 AUTOTUNE = tf.data.AUTOTUNE
@@ -174,5 +175,5 @@ def test_is_batched(base):
 
 
 def test_not_a_dataset_raises():
-    with pytest.raises(TypeError, match="tf.data.Dataset"):
+    with pytest.raises(ContractError, match="tf.data.Dataset"):
         lint_dataset(np.zeros(3))

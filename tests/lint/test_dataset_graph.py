@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tfguard.errors import ContractError
 from tfguard.lint.dataset_graph import is_random_op, read_dataset_graph
 
 AUTOTUNE = tf.data.AUTOTUNE
@@ -114,5 +115,5 @@ def test_is_random_op():
 
 
 def test_not_a_dataset_raises():
-    with pytest.raises(TypeError, match="tf.data.Dataset"):
+    with pytest.raises(ContractError, match="tf.data.Dataset"):
         read_dataset_graph([1, 2, 3])

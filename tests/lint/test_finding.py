@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from tfguard.errors import ContractError
+from tfguard.findings import strict_json
 from tfguard.lint.finding import SYMPTOM_IDS, LintFinding, severity_rank, worst_severity
 
 
@@ -21,16 +22,19 @@ def test_fields_code_and_dict():
         "where": "here",
         "evidence": {"code": "c"},
         "suggestion": "fix",
+        "onset_step": None,
+        "onset_epoch": None,
+        "cause": None,
     }
 
 
 def test_evidence_becomes_strict_json():
     f = make(max=np.int64(10), mean=np.float32(0.5), shape=(2, 3), bad=float("nan"), arr=np.eye(2))
-    text = json.dumps(f.to_dict(), allow_nan=False)
+    text = json.dumps(strict_json(f.to_dict()), allow_nan=False)
     evidence = json.loads(text)["evidence"]
     assert evidence["max"] == 10 and isinstance(evidence["max"], int)
     assert evidence["shape"] == [2, 3]
-    assert evidence["bad"] == "nan"
+    assert evidence["bad"] == "NaN" and np.isnan(f.evidence["bad"])  # a number until it is JSON
     assert evidence["arr"] == [[1.0, 0.0], [0.0, 1.0]]
 
 

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tfguard.errors import ContractError
 from tfguard.lint.heads import activation_name, classify_values, output_heads
 
 L = keras.layers
@@ -114,5 +115,5 @@ def test_classify_values(values, name):
 
 
 def test_not_a_model_raises():
-    with pytest.raises(TypeError, match="keras.Model"):
+    with pytest.raises(ContractError, match="keras.Model"):
         output_heads(L.Dense(3))

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tfguard.errors import ContractError
 from tfguard.lint.inputs import lint_inputs
 
 L = keras.layers
@@ -189,8 +190,8 @@ def test_without_model_the_data_is_judged_alone(pixels):
 
 
 def test_bad_arguments_raise(pixels):
-    with pytest.raises(ValueError, match="max_std_ratio"):
+    with pytest.raises(ContractError, match="max_std_ratio"):
         lint_inputs(pixels, max_std_ratio=0)
-    with pytest.raises(TypeError, match="keras.Model"):
+    with pytest.raises(ContractError, match="keras.Model"):
         lint_inputs(pixels, model="model")
     assert lint_inputs(np.array(["a", "b"])) == []

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tfguard.errors import ContractError
 from tfguard.lint.labels import lint_labels
 
 L = keras.layers
@@ -158,12 +159,12 @@ def test_multi_output_labels_by_name_and_order():
     assert [(f.evidence["output"], f.code) for f in by_order] == [
         ("flag", "labels_outside_unit_interval")
     ]
-    with pytest.raises(ValueError, match="one label array per output"):
+    with pytest.raises(ContractError, match="one label array per output"):
         lint_labels([np.array([0])], model)
-    with pytest.raises(ValueError, match="output names"):
+    with pytest.raises(ContractError, match="output names"):
         lint_labels({"other": np.array([0])}, model)
 
 
 def test_bad_labels_raise(softmax3):
-    with pytest.raises(TypeError, match="rectangular"):
+    with pytest.raises(ContractError, match="rectangular"):
         lint_labels([[0, 1], [2]], softmax3, loss="sparse_categorical_crossentropy")

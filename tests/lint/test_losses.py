@@ -4,6 +4,7 @@ import keras
 import pytest
 import tensorflow as tf
 
+from tfguard.errors import ContractError
 from tfguard.lint.losses import NO_LOSS, losses_per_output, resolve_loss
 
 
@@ -93,11 +94,11 @@ def test_ignore_class_and_probabilities():
 
 def test_none_and_bad_values():
     assert resolve_loss(None) is NO_LOSS
-    with pytest.raises(TypeError, match="one loss"):
+    with pytest.raises(ContractError, match="one loss"):
         resolve_loss(["mse", "mae"])
-    with pytest.raises(TypeError, match="Received"):
+    with pytest.raises(ContractError, match="Received"):
         resolve_loss(3)
-    with pytest.raises(TypeError, match="Loss subclass"):
+    with pytest.raises(ContractError, match="Loss subclass"):
         resolve_loss(int)
 
 
@@ -109,5 +110,5 @@ def test_losses_per_output():
     assert [i.kind for i in listed] == ["binary", "regression"]
     keyed = losses_per_output({"b": "bce"}, names)
     assert [i.kind for i in keyed] == ["none", "binary"]
-    with pytest.raises(ValueError, match="one loss per output"):
+    with pytest.raises(ContractError, match="one loss per output"):
         losses_per_output(["mse"], names)

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tfguard.errors import ContractError
 from tfguard.lint.model_lint import lint_model
 
 L = keras.layers
@@ -217,7 +218,7 @@ def test_warning_not_error_tf_backend_repairs_double_softmax(seq, digits):
 
 
 def test_bad_arguments_raise(seq):
-    with pytest.raises(TypeError, match="keras.Model"):
+    with pytest.raises(ContractError, match="keras.Model"):
         lint_model("model.keras")
-    with pytest.raises(TypeError, match="loss"):
+    with pytest.raises(ContractError, match="loss"):
         lint_model(seq(*dense(3)), loss=3)

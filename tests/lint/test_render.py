@@ -54,7 +54,7 @@ def test_json_is_strict_and_round_trips():
     payload = json.loads(text)
     assert payload["version"] == 1
     assert payload["counts"] == {"error": 1, "warning": 1, "info": 1}
-    assert payload["findings"][1]["evidence"]["ratio"] == "inf"
+    assert payload["findings"][1]["evidence"]["ratio"] == "Infinity"  # the one strict-JSON spelling
     assert lint_from_json(text) == FINDINGS
     assert json.loads(lint_to_json([]))["findings"] == []
 

@@ -76,9 +76,9 @@ def test_model_only_and_data_only(classifier):
 
 
 def test_bad_arguments():
-    with pytest.raises(ValueError, match="at least one"):
+    with pytest.raises(ContractError, match="at least one"):
         lint()
-    with pytest.raises(TypeError, match="keras.Model"):
+    with pytest.raises(ContractError, match="keras.Model"):
         lint(model="model.keras")
 
 

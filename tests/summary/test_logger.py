@@ -61,7 +61,6 @@ def test_tags_steps_and_plugins(tmp_path, images):
 
 
 def test_config_model_is_the_lint_description(tmp_path, images):
-    pytest.importorskip("tfguard.lint")
     from tfguard.lint import describe_model
 
     x, y = images
@@ -270,7 +269,6 @@ def test_the_events_reader_reads_the_run_back(tmp_path, images):
 
 
 def test_config_lint_of_the_model_and_its_first_batch(tmp_path, images):
-    pytest.importorskip("tfguard.lint")
     _, y = images
     raw = np.random.default_rng(0).integers(0, 256, size=(48, 8, 8, 1)).astype("uint8")
     logger = Logger(tmp_path / "a", scalars_every=5, histograms=False)

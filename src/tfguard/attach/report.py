@@ -46,7 +46,7 @@ import os
 from collections.abc import Iterable, Sequence
 
 from tfguard.diagnose import to_json
-from tfguard.diagnose.report_json import strict_json as _plain
+from tfguard.findings import strict_json as _plain
 
 
 def event_to_json(run: str, event) -> dict:

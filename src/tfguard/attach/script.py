@@ -49,8 +49,10 @@ import traceback
 import types
 from collections.abc import Callable, Sequence
 
+from tfguard.attach.render import render_result
 from tfguard.attach.report import attach_report, write_report
 from tfguard.attach.session import DEFAULT_LOGDIR, DEFAULT_POLICY, AttachSession
+from tfguard.diagnose import write_html
 from tfguard.errors import GuardViolation, TfguardError
 
 INTERRUPTED = 130  # the status a shell reports for a SIGINT-ed Python
@@ -99,7 +101,6 @@ class AttachResult:
 
     def render(self, console) -> None:
         """Prints the script's end (traceback or exit text) and the diagnosis on a rich console."""
-        from tfguard.attach.render import render_result
 
         render_result(self, console)
 
@@ -274,7 +275,6 @@ def run_script(
     report_path = _write(lambda: write_report(doc, report), "JSON report", notes)
     html_path = None
     if html is not None:
-        from tfguard.diagnose import write_html
 
         html_path = _write(lambda: write_html(session.diagnoses, html,
                                               title=f"tfguard run {os.path.basename(script)}"),

@@ -70,6 +70,7 @@ from tfguard.firewall import (
 )
 from tfguard.firewall.config import enabled_by_environment
 from tfguard.firewall.host import EpochTracker
+from tfguard.summary import Logger
 
 DEFAULT_LOGDIR = os.path.join("runs", "attached")
 DEFAULT_POLICY = "warn"
@@ -112,22 +113,6 @@ class _ModelState:
     created: bool
     previous_guard: GuardConfig | None
     guarded: bool = False
-
-
-def logger_class():
-    """`tfguard.summary.Logger`, or `None` while the summary room does not provide it.
-
-    Example:
-
-    >>> cls = logger_class()
-    >>> cls is None or issubclass(cls, keras.callbacks.Callback)
-    True
-    """
-    try:
-        from tfguard.summary import Logger
-    except ImportError:
-        return None
-    return Logger
 
 
 def _unique_dir(root: str, name: str) -> str:
@@ -406,17 +391,12 @@ class AttachSession:
             callbacks.append(live)
         logger = None
         if self.logger:
-            cls = logger_class()
-            logger = next((c for c in callbacks if cls is not None and isinstance(c, cls)), None)
-            if cls is None:
-                note = "tfguard.summary.Logger is not available: no event files were written"
-                if note not in self.notes:
-                    self.notes.append(note)
-            elif logger is not None:
+            logger = next((c for c in callbacks if isinstance(c, Logger)), None)
+            if logger is not None:
                 record.notes.append("the script passed its own tfguard Logger; it was used as is")
             else:
                 try:  # the session names the run: the logger writes into run_dir itself
-                    logger = cls(run_dir, hparams=hparams, run_subdir=False)
+                    logger = Logger(run_dir, hparams=hparams, run_subdir=False)
                 except (TypeError, ValueError, TfguardError) as error:
                     record.notes.append(f"the logger could not be created: {error}")
                 else:
@@ -508,4 +488,4 @@ def attach(**options) -> AttachSession:
 
 
 __all__ = ["DEFAULT_LOGDIR", "DEFAULT_POLICY", "AttachSession", "FitRecord", "attach",
-           "attached", "logger_class"]
+           "attached"]

@@ -8,10 +8,11 @@ Example:
 """
 
 from tfguard.checks.base import Check, CheckResult
-from tfguard.checks.contract import Contract, check, hint_for, leaves
+from tfguard.checks.contract import Contract, check, leaves
 from tfguard.checks.labels import labels, one_hot, probabilities
 from tfguard.checks.shapes import shape, shapes
 from tfguard.checks.values import dtype, finite, in_range, predicate, rank
+from tfguard.checks.verdict import hint_for
 
 __all__ = [
     "Check",

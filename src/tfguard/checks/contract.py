@@ -26,15 +26,15 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 from tfguard.checks.base import Check, CheckResult
 from tfguard.checks.shapes import Shapes, Spec
-from tfguard.errors import ContractError, GuardViolation
+from tfguard.checks.verdict import graph_asserts, raise_if_failed
+from tfguard.errors import ContractError
 
 ROLES = ("x", "y", "sample_weight")
 
@@ -225,54 +225,6 @@ class Contract:
                 return tf.nest.map_structure(tf.identity, element)
 
         return dataset.enumerate().map(guarded, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-
-
-def raise_if_failed(results: Sequence[CheckResult], context: str):
-    """Raises `GuardViolation` for failed results (eager) or returns graph asserts."""
-    if not tf.executing_eagerly():
-        return tf.group(graph_asserts(results, context))
-    values = [{k: np.asarray(v) for k, v in r.tensors().items()} for r in results]
-    failed = [(r, v) for r, v in zip(results, values) if not bool(v["ok"])]
-    if failed:
-        lines = [r.message(v) for r, v in failed]
-        first, first_values = failed[0]
-        raise GuardViolation(
-            f"{context}: " + "; ".join(lines),
-            checkpoint="data",
-            where=first.target,
-            counts={k: v.item() for k, v in first_values.items() if np.ndim(v) == 0},
-            hint=hint_for(first.check),
-        )
-    return None
-
-
-def graph_asserts(results: Sequence[CheckResult], context: str, index=None) -> list:
-    """One `tf.debugging.Assert` per result, for graphs that are never XLA-compiled."""
-    ops = []
-    for r in results:
-        data = [f"GuardViolation: {context}", *([index] if index is not None else [])]
-        data += [f"'{r.target}' failed check '{r.check}': bad", r.bad, "of", r.total]
-        data += [x for k, v in r.details.items() for x in (k, v)]
-        ops.append(tf.debugging.Assert(r.ok, data, summarize=8))
-    return ops
-
-
-_HINTS = {
-    "finite": "find where NaN/Inf enters the data (source files, a division, a log) or drop "
-    "bad elements with Contract(...).apply(dataset, policy='skip')",
-    "range": "scale the inputs (e.g. keras.layers.Rescaling(1/255) for pixels) or widen the range",
-    "labels": "check the label encoding against the model's output units",
-    "one_hot": "one-hot encode the targets (keras.utils.to_categorical) or use a sparse loss",
-    "probabilities": "targets of a categorical loss must be probability rows summing to 1",
-    "shape": "fix the producer of the tensor, or the spec if the model really takes that shape",
-    "dtype": "cast the tensor (tf.cast) where the dataset is built",
-    "rank": "reshape the tensor or add/remove a batch axis",
-}
-
-
-def hint_for(check_name: str) -> str:
-    """The usual fix for a failed check, by check name."""
-    return _HINTS.get(check_name, "fix the data that violates the check")
 
 
 def check(tensor, *checks: Check, name: str = "tensor"):

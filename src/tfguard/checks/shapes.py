@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 import tensorflow as tf
 
 from tfguard.checks.base import CheckResult, result
+from tfguard.checks.verdict import raise_if_failed
 from tfguard.errors import ContractError
 
 Spec = Sequence[int | str | None]
@@ -70,8 +71,6 @@ class Shapes:
         >>> import tensorflow as tf
         >>> shapes({"q": ("B", "T"), "k": ("B", "T")}).check({"q": tf.zeros([2, 3]), "k": tf.zeros([2, 3])})
         """
-        from tfguard.checks.contract import raise_if_failed
-
         return raise_if_failed(self(tensors), context)
 
     def _check_one(self, tensor, target, spec, bound):

@@ -48,27 +48,12 @@ Example:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 
 from tfguard.diagnose.engine import Diagnosis
+from tfguard.findings import strict_json
 
 SCHEMA = "tfguard.report/1"
-
-
-def strict_json(value):
-    """A JSON-safe copy: numpy scalars to Python, NaN/Inf to strings, unknowns to str."""
-    if isinstance(value, dict):
-        return {str(k): strict_json(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [strict_json(v) for v in value]
-    if hasattr(value, "item") and getattr(value, "ndim", 1) == 0:
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return str(value)
 
 
 def run_to_json(diagnosis: Diagnosis) -> dict:

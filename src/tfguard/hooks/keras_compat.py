@@ -10,6 +10,7 @@ note lists the same items):
 * `nested_layers(model)`: every nested layer (`Layer._flatten_layers`);
 * `loss_tracker(model)`: the compiled `loss` metric (`Trainer._loss_tracker`),
   only to name it in reports;
+* `keras_home()`: Keras's cache folder (`keras.src.backend.config.keras_home`);
 * `OPTIMIZER_CLASS`: the class whose `apply` every Keras optimizer of the
   TensorFlow backend inherits (the public `keras.optimizers.Optimizer`);
   the firewall wraps that one method (`tfguard.firewall.context`).
@@ -30,7 +31,11 @@ True
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import keras
+from keras.src.backend import config as keras_config
 
 OPTIMIZER_CLASS = keras.optimizers.Optimizer
 """Every TensorFlow-backend Keras optimizer inherits `apply` from here."""
@@ -57,6 +62,18 @@ def loss_tracker(model: keras.Model):
     return getattr(model, "_loss_tracker", None)
 
 
+def keras_home(at_import: bool = False) -> Path:
+    """The folder Keras caches downloads in (`~/.keras`, or `$KERAS_HOME`).
+
+    Keras reads `KERAS_HOME` once, when it is imported; a value set later
+    (a test, a notebook cell) is honoured here unless `at_import=True`,
+    which answers where Keras's own loaders look.
+    """
+    if not at_import and "KERAS_HOME" in os.environ:
+        return Path(os.environ["KERAS_HOME"]).expanduser()
+    return Path(os.path.expanduser(keras_config.keras_home()))
+
+
 def optimizers_of(model: keras.Model) -> list:
     """The optimizers a model holds: `model.optimizer` and any optimizer attribute (GANs).
 
@@ -77,5 +94,5 @@ def optimizers_of(model: keras.Model) -> list:
     return found
 
 
-__all__ = ["OPTIMIZER_CLASS", "call_has_training_arg", "loss_tracker", "nested_layers",
+__all__ = ["OPTIMIZER_CLASS", "call_has_training_arg", "keras_home", "loss_tracker", "nested_layers",
            "optimizers_of", "unpack"]

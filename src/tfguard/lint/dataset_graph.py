@@ -35,6 +35,8 @@ import tensorflow as tf
 from tensorflow.core.framework import graph_pb2
 from tensorflow.python.framework import op_def_registry
 
+from tfguard.errors import ContractError
+
 # ExternalStatePolicy of DatasetToGraphV2: 0 warn, 1 ignore, 2 fail. A pipeline
 # whose map captures a variable or a seed generator has external state; its
 # structure is still what we want, so it is ignored.
@@ -252,7 +254,7 @@ def graph_def_of(ds: tf.data.Dataset) -> graph_pb2.GraphDef:
         TypeError: if `ds` is not a `tf.data.Dataset`.
     """
     if not isinstance(ds, tf.data.Dataset):
-        raise TypeError(
+        raise ContractError(
             f"Received an invalid value for `ds`, expected a tf.data.Dataset. "
             f"Received: ds of type {type(ds).__name__}"
         )
@@ -335,7 +337,7 @@ def parse_graph_def(graph_def: graph_pb2.GraphDef) -> DatasetGraph:
         if node.op == "_Retval" and node.input:
             output = resolve(node.input[0])
     if output is None:
-        raise ValueError(
+        raise ContractError(
             "Expected a serialized tf.data pipeline whose `_Retval` is a dataset op. "
             f"Received: a graph of {len(graph_def.node)} nodes without one"
         )
@@ -360,7 +362,7 @@ def read_dataset_graph(ds: tf.data.Dataset) -> DatasetGraph:
 def require_dataset(ds) -> None:
     """Raises `TypeError` naming the received type unless `ds` is a `tf.data.Dataset`."""
     if not isinstance(ds, tf.data.Dataset):
-        raise TypeError(
+        raise ContractError(
             f"Received an invalid value for `ds`, expected a tf.data.Dataset. "
             f"Received: ds of type {type(ds).__name__}"
         )

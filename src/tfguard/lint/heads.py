@@ -34,6 +34,8 @@ import dataclasses
 import keras
 import numpy as np
 
+from tfguard.errors import ContractError
+
 #: Layers and ops that only pass values through (the activation is read behind them).
 TRANSPARENT_LAYERS = frozenset(
     {
@@ -307,7 +309,7 @@ def output_heads(model) -> list[OutputHead]:
         TypeError: if `model` is not a `keras.Model`.
     """
     if not isinstance(model, keras.Model):
-        raise TypeError(
+        raise ContractError(
             f"Received an invalid value for `model`, expected a keras.Model. "
             f"Received: model of type {type(model).__name__}"
         )

@@ -37,6 +37,7 @@ from typing import Any
 import keras
 import numpy as np
 
+from tfguard.errors import ContractError
 from tfguard.lint.finding import NONFINITE, UNNORMALIZED_INPUT, LintFinding
 from tfguard.lint.front import front_of_model
 from tfguard.lint.labels import to_numpy
@@ -274,12 +275,12 @@ def lint_inputs(
         ("max_abs_value", max_abs_value),
     ):
         if not value > 0:
-            raise ValueError(
+            raise ContractError(
                 f"Received an invalid value for `{name}`, expected a positive number. "
                 f"Received: {name}={value!r}"
             )
     if model is not None and not isinstance(model, keras.Model):
-        raise TypeError(
+        raise ContractError(
             f"Received an invalid value for `model`, expected a keras.Model or None. "
             f"Received: model of type {type(model).__name__}"
         )

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from tfguard.errors import ContractError
 from tfguard.lint.finding import LABEL_RANGE, NONFINITE, LintFinding
 from tfguard.lint.heads import OutputHead, output_heads
 from tfguard.lint.losses import LossInfo, losses_per_output
@@ -63,12 +64,12 @@ def to_numpy(value: Any, what: str) -> np.ndarray:
     try:
         array = np.asarray(value)
     except (TypeError, ValueError) as err:
-        raise TypeError(
+        raise ContractError(
             f"Received an invalid value for `{what}`, expected a rectangular array-like "
             f"(numpy array, tf.Tensor, list). Received: {type(value).__name__} ({err})"
         ) from None
     if array.dtype == object:
-        raise TypeError(
+        raise ContractError(
             f"Received an invalid value for `{what}`, expected a rectangular numeric array. "
             f"Received: an array of Python objects of shape {array.shape}"
         )
@@ -365,13 +366,13 @@ def lint_labels(y: Any, model, loss: Any = None) -> list[LintFinding]:
     if isinstance(y, dict):
         pairs = [(y[h.name], h, info) for h, info in zip(heads, losses) if h.name in y]
         if not pairs:
-            raise ValueError(
+            raise ContractError(
                 f"Received an invalid value for `y`, expected a dict keyed by output names "
                 f"{[h.name for h in heads]}. Received: keys {sorted(y)}"
             )
     elif isinstance(y, (list, tuple)) and len(heads) > 1:
         if len(y) != len(heads):
-            raise ValueError(
+            raise ContractError(
                 f"Received an invalid value for `y`, expected one label array per output "
                 f"({len(heads)}). Received: {len(y)} arrays"
             )

@@ -40,6 +40,8 @@ from typing import Any
 
 import keras
 
+from tfguard.errors import ContractError
+
 _KINDS = {
     "categorical_crossentropy": "categorical",
     "categorical_focal_crossentropy": "categorical",
@@ -154,7 +156,7 @@ def resolve_loss(loss: Any) -> LossInfo:
     if loss is None:
         return NO_LOSS
     if isinstance(loss, (list, tuple)) or (isinstance(loss, dict) and "class_name" not in loss):
-        raise TypeError(
+        raise ContractError(
             "Received an invalid value for `loss`, expected one loss (a string, function "
             f"or keras.losses.Loss). Received: loss of type {type(loss).__name__}"
         )
@@ -174,7 +176,7 @@ def resolve_loss(loss: Any) -> LossInfo:
     if inspect.isclass(loss):
         if issubclass(loss, keras.losses.Loss):
             return resolve_loss(loss())
-        raise TypeError(
+        raise ContractError(
             "Received an invalid value for `loss`, expected a keras.losses.Loss subclass. "
             f"Received: loss={loss!r}"
         )
@@ -203,7 +205,7 @@ def resolve_loss(loss: Any) -> LossInfo:
         )
     if callable(loss):
         return _function_info(loss, cls="function")
-    raise TypeError(
+    raise ContractError(
         "Received an invalid value for `loss`, expected a string, function or "
         f"keras.losses.Loss. Received: loss={loss!r} of type {type(loss).__name__}"
     )
@@ -227,7 +229,7 @@ def losses_per_output(loss: Any, output_names: list[str]) -> list[LossInfo]:
         return [resolve_loss(loss.get(name)) for name in output_names]
     if isinstance(loss, (list, tuple)):
         if len(loss) != len(output_names):
-            raise ValueError(
+            raise ContractError(
                 f"Received an invalid value for `loss`, expected one loss per output "
                 f"({len(output_names)}: {output_names}). Received: {len(loss)} losses"
             )

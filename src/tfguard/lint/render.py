@@ -12,7 +12,7 @@ JSON shape::
 
 Example:
 
->>> from tfguard.lint.finding import LintFinding
+from tfguard.lint.finding import LintFinding
 >>> f = LintFinding("label_range", "error", "Label 10 >= 10 units.", "labels", {"code": "x"}, "")
 >>> lint_from_json(lint_to_json([f])) == [f]
 True
@@ -27,6 +27,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tfguard.errors import ContractError
+from tfguard.findings import strict_json
 from tfguard.lint.finding import SEVERITIES, LintFinding, severity_rank
 
 JSON_VERSION = 1
@@ -113,7 +114,7 @@ def lint_to_json(findings: list[LintFinding], *, indent: int | None = 2) -> str:
         "counts": _counts(findings),
         "findings": [f.to_dict() for f in findings],
     }
-    return json.dumps(payload, indent=indent, allow_nan=False)
+    return json.dumps(strict_json(payload), indent=indent, allow_nan=False)
 
 
 def lint_from_json(text: str) -> list[LintFinding]:
@@ -138,6 +139,6 @@ def lint_from_json(text: str) -> list[LintFinding]:
             f"version={payload.get('version') if isinstance(payload, dict) else None!r}"
         )
     try:
-        return [LintFinding(**item) for item in payload.get("findings", [])]
+        return [LintFinding.from_dict(item) for item in payload.get("findings", [])]
     except (TypeError, ContractError) as err:
         raise ValueError(f"Expected lint JSON findings. Received: {err}") from None

@@ -99,11 +99,11 @@ def lint(
         TypeError: if an argument has the wrong type.
     """
     if model is None and x is None and y is None and dataset is None:
-        raise ValueError(
+        raise ContractError(
             "Expected at least one of `model`, `x`, `y`, `dataset`. Received: all None"
         )
     if model is not None and not isinstance(model, keras.Model):
-        raise TypeError(
+        raise ContractError(
             f"Received an invalid value for `model`, expected a keras.Model. "
             f"Received: model of type {type(model).__name__}"
         )

@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from tfguard.errors import DataError
+from tfguard.hooks import keras_compat
 from tfguard.pipeline.idx import read_idx
 
 SPECS = ("digits", "fashion_mnist", "npz:PATH", "dir:PATH")
@@ -254,21 +255,8 @@ def _split_indices(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def keras_home() -> Path:
-    """The Keras cache folder: `$KERAS_HOME`, else `~/.keras`.
-
-    Follows `keras.src.backend.config`: when the home folder is not
-    writable, Keras falls back to `/tmp/.keras`. Unlike Keras, which reads
-    `KERAS_HOME` once at import, this reads it on every call.
-
-    Returns:
-        The folder as a `Path`.
-    """
-    if "KERAS_HOME" in os.environ:
-        return Path(os.environ["KERAS_HOME"]).expanduser()
-    base = os.path.expanduser("~")
-    if not os.access(base, os.W_OK):
-        base = "/tmp"
-    return Path(base) / ".keras"
+    """The Keras cache folder, as Keras's own helper names it (`keras_compat.keras_home`)."""
+    return keras_compat.keras_home()
 
 
 def fashion_mnist_dir() -> Path:
@@ -342,9 +330,8 @@ def load_fashion_mnist() -> LoadedData:
 
 
 def _is_keras_own_cache(folder: Path) -> bool:
-    from keras.src.backend import config
-
-    keras_dir = Path(os.path.expanduser(config.keras_home())) / "datasets" / "fashion-mnist"
+    """Whether Keras's own loader looks in `folder` (Keras read `KERAS_HOME` at its import)."""
+    keras_dir = keras_compat.keras_home(at_import=True) / "datasets" / "fashion-mnist"
     return os.access(keras_dir.parent.parent, os.W_OK) and keras_dir.resolve() == folder.resolve()
 
 

@@ -46,6 +46,7 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 
+from tfguard import __version__
 from tfguard.errors import ExportError
 from tfguard.pipeline.data import DatasetInfo
 from tfguard.pipeline.input import preprocess
@@ -253,7 +254,6 @@ def export_model(
 
 def make_contract(model: keras.Model, info: DatasetInfo, endpoints: dict, tflite: bool) -> dict:
     """The content of `contract.json` (see `export_model`)."""
-    from tfguard import __version__
 
     low, high = info.value_range
     serve_checks = endpoints["serve"][2]

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from tfguard.errors import ExportError
+from tfguard.pipeline.data import load_data
 from tfguard.pipeline.export import (
     INPUT_NAME,
     KERAS_FILE,
@@ -38,6 +39,7 @@ from tfguard.pipeline.export import (
     TFLITE_FILE,
     load_contract,
 )
+from tfguard.pipeline.input import preprocess
 
 TOLERANCE = 1e-5
 
@@ -139,7 +141,6 @@ class ParityResult:
 
 def _raw_inputs(contract: dict, x_raw, labels, samples: int, seed: int):
     if x_raw is None:
-        from tfguard.pipeline.data import load_data
 
         data = load_data(contract["dataset"]["spec"])
         x_raw, labels = data.x_test, data.y_test
@@ -210,7 +211,6 @@ def parity(
     import keras
     import tensorflow as tf
 
-    from tfguard.pipeline.input import preprocess
 
     export_dir = Path(export_dir)
     contract = load_contract(export_dir)

@@ -39,6 +39,7 @@ import numpy as np
 
 from tfguard.errors import ContractError
 from tfguard.pipeline.data import LoadedData, load_data
+from tfguard.pipeline.export import export_model
 from tfguard.pipeline.input import make_augmenter, make_dataset
 from tfguard.pipeline.models import MODELS, OPTIMIZERS, build_model
 
@@ -470,7 +471,6 @@ def train(
         seconds=seconds,
     )
     if config.export_dir is not None:
-        from tfguard.pipeline.export import export_model
 
         result.export = export_model(base, config.export_dir, info)
         say(f"exported to {config.export_dir}")

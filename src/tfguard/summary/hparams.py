@@ -38,7 +38,9 @@ from tensorboard.plugins.hparams import api_pb2
 from tensorboard.plugins.hparams import summary as hparams_summary_v1
 from tensorboard.plugins.hparams import summary_v2 as hparams_summary
 
+from tfguard import tags
 from tfguard.errors import ContractError
+from tfguard.summary.writers import RunWriter, text_value
 
 STATUSES = {
     "success": api_pb2.STATUS_SUCCESS,
@@ -242,9 +244,6 @@ def write_hparams(
         ContractError: for malformed domains or status.
         SummaryWriteError: if the directory cannot be written.
     """
-    from tfguard import tags
-    from tfguard.summary.writers import RunWriter, text_value
-
     logdir = os.fspath(logdir)
     summaries = [config_summary(hparams, metrics, domains), session_start_summary(hparams, trial_id=trial_id)]
     if status is not None:

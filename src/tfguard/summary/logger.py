@@ -83,7 +83,9 @@ import numpy as np
 import tensorflow as tf
 
 from tfguard import tags
+from tfguard.distribute.multiworker import is_chief
 from tfguard.errors import ContractError, SummaryWriteError
+from tfguard.events.run import event_files, read_run
 from tfguard.firewall import instrument, instrumentation_of
 from tfguard.summary import hparams as hparams_module
 from tfguard.summary import lifecycle, runinfo
@@ -356,8 +358,6 @@ class Logger(keras.callbacks.Callback):
         self._guarded(self._train_begin)
 
     def _train_begin(self):
-        from tfguard.distribute.multiworker import is_chief
-
         model = self.model
         self._listen(True)  # again after an earlier fit's end
         if not is_chief(getattr(model, "distribute_strategy", None)):
@@ -543,8 +543,6 @@ class Logger(keras.callbacks.Callback):
         a run's first for a restart and drops what earlier sessions wrote at
         that step and after: what a killed run wrote after its last checkpoint.
         """
-        from tfguard.events.run import event_files, read_run
-
         directory = self.run_path or (None if self.run_subdir else self.logdir)
         resumed = self._step > 0 and directory is not None and bool(event_files(directory))
         start = self._step + 1

@@ -21,6 +21,9 @@ import json
 import keras
 import tensorflow as tf
 
+from tfguard.findings import strict_json
+from tfguard.lint import describe_model, lint
+
 
 def loss_name(loss) -> str | None:
     """A readable name for a compiled loss (string, function or `Loss` object).
@@ -75,13 +78,8 @@ def run_config(model, params: dict | None = None, **settings) -> dict:
 def model_description(model) -> str | None:
     """The JSON of `tfguard.lint.describe_model(model)`, or `None` if that is missing or fails.
 
-    The description is best effort: the import is lazy (the lint package may
-    not exist in every build) and any error leaves the run without it.
+    The description is best effort: any error leaves the run without it.
     """
-    try:
-        from tfguard.lint import describe_model
-    except ImportError:
-        return None
     try:
         return json.dumps(describe_model(model), default=str, sort_keys=True)
     except Exception:  # a description is never worth a training run
@@ -99,8 +97,8 @@ def _host_array(value):
 def lint_json(model, x=None, y=None) -> str:
     """The JSON list of `tfguard.lint.lint` findings (as dicts) for the model and one batch.
 
-    Best effort like `model_description`: a missing lint package or a check
-    that fails gives `[]` (or the model-only findings), never an error.
+    Best effort like `model_description`: a check that fails gives `[]` (or
+    the model-only findings), never an error.
 
     Args:
         model: the Keras model.
@@ -111,10 +109,6 @@ def lint_json(model, x=None, y=None) -> str:
     Returns:
         A JSON text, e.g. `[{"id": "label_range", "severity": "error", ...}]`.
     """
-    try:
-        from tfguard.lint import lint
-    except ImportError:
-        return "[]"
     findings = []
     for kwargs in ({"x": _host_array(x), "y": _host_array(y)}, {}):
         try:
@@ -122,7 +116,7 @@ def lint_json(model, x=None, y=None) -> str:
             break
         except Exception:  # e.g. a batch structure the checks do not read: model only
             continue
-    return json.dumps([f.to_dict() for f in findings], default=str)
+    return json.dumps(strict_json([f.to_dict() for f in findings]))
 
 
 def guard_event_line(event) -> str:

@@ -50,7 +50,6 @@ DEFAULT_FLUSH_MILLIS = 10_000
 """A write more than this many milliseconds after the last flush flushes (TF: 120000)."""
 DEFAULT_FILENAME_SUFFIX = ".v2"
 """Suffix of the event file names. TensorFlow's default."""
-HISTOGRAM_BUCKETS = 30
 
 _SCALAR_METADATA = scalar_metadata.create_summary_metadata(display_name=None, description=None)
 _HISTOGRAM_METADATA = histogram_metadata.create_summary_metadata(display_name=None, description=None)
@@ -111,31 +110,6 @@ def text_value(tag: str, text: str) -> summary_pb2.Summary.Value:
     tensor = tensor_pb2.TensorProto(dtype=types_pb2.DT_STRING, tensor_shape=_SCALAR_SHAPE)
     tensor.string_val.append(str(text).encode("utf-8"))
     return summary_pb2.Summary.Value(tag=tag, tensor=tensor, metadata=_TEXT_METADATA)
-
-
-def histogram_buckets(values, count: int = HISTOGRAM_BUCKETS) -> np.ndarray:
-    """TensorBoard buckets `[count, 3]` of an array, on the host.
-
-    The same layout as the in-graph `tfguard.firewall.stats.buckets`: `count`
-    equal-width buckets from min to max of the finite values; non-finite
-    values are counted at 0.
-
-    Example:
-
-    >>> histogram_buckets(np.array([0.0, 1.0, 1.0]), 2)[:, 2].tolist()
-    [1.0, 2.0]
-    """
-    x = np.asarray(values, dtype=np.float64).reshape(-1)
-    x = np.where(np.isfinite(x), x, 0.0)
-    if x.size == 0:
-        low = high = 0.0
-    else:
-        low, high = float(x.min()), float(x.max())
-    width = (high - low) / count if high > low else 1.0
-    index = np.clip(np.floor((x - low) / width).astype(np.int64), 0, count - 1)
-    counts = np.bincount(index, minlength=count).astype(np.float64)
-    left = low + width * np.arange(count, dtype=np.float64)
-    return np.stack([left, left + width, counts], axis=1)
 
 
 def session_start_event(step: int, wall_time: float | None = None) -> event_pb2.Event:
@@ -347,10 +321,8 @@ __all__ = [
     "DEFAULT_FILENAME_SUFFIX",
     "DEFAULT_FLUSH_MILLIS",
     "DEFAULT_MAX_QUEUE",
-    "HISTOGRAM_BUCKETS",
     "RunWriter",
     "SummaryWarning",
-    "histogram_buckets",
     "histogram_value",
     "scalar_value",
     "session_start_event",
