@@ -140,32 +140,54 @@ def _diagnosis_status(diagnoses) -> int:
     return 1 if any(f.severity == "error" for d in diagnoses for f in d.findings) else 0
 
 
+def _damage_status(damage, console: Console) -> int:
+    """Says on stderr which event files lost data; 2 if any did, else 0."""
+    lost = [d for d in damage if d.lost_data]
+    if not lost:
+        return 0
+    first = lost[0]
+    files = len({d.path for d in lost})
+    more = f" (and {len(lost) - 1} more bad spot(s))" if len(lost) > 1 else ""
+    console.print(Text.assemble(
+        ("ERROR", "bold red"),
+        f" {files} event file(s) damaged: {printable(first.path, newlines=False)} "
+        f"at offset {first.offset}: {printable(first.reason, newlines=False)}{more}"))
+    console.print(Text.assemble(
+        ("hint:", "yellow"), " the intact records were read and diagnosed; each bad spot is a "
+        "note of its run. Re-copy the logs, or remove the damaged file if it is not an event file"))
+    return 2
+
+
 def cmd_diagnose(args) -> int:
     from tfguard.diagnose import diagnose_logdir, render_terminal, to_json, write_html
 
-    diagnoses = diagnose_logdir(args.logdir)
+    damage: list = []
+    diagnoses = diagnose_logdir(args.logdir, damage=damage)
     if args.html:
         write_html(diagnoses, args.html)
     if args.json:
         print(json.dumps(to_json(diagnoses), indent=2))
     else:
         render_terminal(diagnoses, _console())
-    return _diagnosis_status(diagnoses)
+    return max(_diagnosis_status(diagnoses), _damage_status(damage, _console(stderr=True)))
 
 
 def cmd_compare(args) -> int:
     from tfguard.diagnose import compare_logdir, render_compare
 
-    render_compare(compare_logdir(args.logdir, sort_by=args.sort_by), _console(), sort_by=args.sort_by)
-    return 0
+    damage: list = []
+    rows = compare_logdir(args.logdir, sort_by=args.sort_by, damage=damage)
+    render_compare(rows, _console(), sort_by=args.sort_by)
+    return _damage_status(damage, _console(stderr=True))
 
 
 def cmd_report(args) -> int:
     from tfguard.diagnose import diagnose_logdir, write_html
 
-    path = write_html(diagnose_logdir(args.logdir), args.output)
-    _console().print(f"report written: {path}")
-    return 0
+    damage: list = []
+    path = write_html(diagnose_logdir(args.logdir, damage=damage), args.output)
+    _console().print(Text(f"report written: {printable(path, newlines=False)}"))
+    return _damage_status(damage, _console(stderr=True))
 
 
 def cmd_lint(args) -> int:
@@ -178,6 +200,9 @@ def cmd_lint(args) -> int:
         render_lint(findings, _console())
     return 1 if any(f.severity == "error" for f in findings) else 0
 
+
+# commands whose every OSError comes from a path given on the command line
+_FILE_COMMANDS = ("compare", "diagnose", "lint", "report")
 
 COMMANDS = {
     "compare": cmd_compare,
@@ -289,14 +314,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(handler(args) or 0)
     except TfguardError as error:
-        console = _console(stderr=True)
-        console.print(Text.assemble(("ERROR", "bold red"), " ", printable(error.message)))
-        if error.hint:
-            console.print(Text.assemble(("hint:", "yellow"), " ", printable(error.hint)))
+        _error(error.message, error.hint)
         return error.exit_code
+    except OSError as error:
+        if args.command not in _FILE_COMMANDS:
+            raise
+        # a file or folder the command was pointed at: one line, no traceback
+        where = f" {printable(error.filename, newlines=False)!s}:" if error.filename else ""
+        _error(f"{type(error).__name__}:{where} {error.strerror or error}",
+               "check the path and its permissions")
+        return 1
     except KeyboardInterrupt:
         _console(stderr=True).print(Text.assemble(("ERROR", "bold red"), " interrupted"))
         return 130
+
+
+def _error(message: str, hint: str | None) -> None:
+    """Prints one red `ERROR` line, and the hint, on stderr; text is shown literally."""
+    console = _console(stderr=True)
+    console.print(Text.assemble(("ERROR", "bold red"), " ", printable(message)))
+    if hint:
+        console.print(Text.assemble(("hint:", "yellow"), " ", printable(hint)))
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -87,7 +87,7 @@ def test_json_schema_on_real_runs(offline):
     runs = {r["run"]: r for r in doc["runs"]}
     assert set(runs) == set(offline)
     run = runs["dead_relu"]
-    assert set(run) == {"run", "source", "hparams", "metrics", "symptoms", "rules_run",
+    assert set(run) == {"run", "source", "status", "healthy", "hparams", "metrics", "symptoms", "rules_run",
                         "rules_skipped", "notes"}
     symptom = run["symptoms"][0]
     assert set(symptom) == {"id", "severity", "message", "where", "evidence", "suggestion",
@@ -123,7 +123,7 @@ def test_terminal_shows_hostile_text_literally():
     render_terminal([hostile_diagnosis(HOSTILE[4])], console)
     text = console.export_text()
     assert "[bold red]rich markup[/]" in text  # not interpreted as markup
-    assert "?[31mansi" in text and "\x1b" not in out.getvalue()  # control codes removed
+    assert "\\x1b[31mansi" in text and "\x1b" not in out.getvalue()  # control codes escaped
     console = Console(record=True, width=200, file=io.StringIO())
     render_terminal([], console)
     assert "no runs found" in console.export_text()

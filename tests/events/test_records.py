@@ -63,4 +63,5 @@ def test_record_crc_of_length_is_checked_before_the_length_is_used(tmp_path):
     blob[8:12] = struct.pack("<I", (struct.unpack("<I", blob[8:12])[0] + 1) & 0xFFFFFFFF)
     pathlib.Path(path).write_bytes(bytes(blob))
     _, datas, damage = _read_all(path)
-    assert datas == [] and [(d.offset, d.reason) for d in damage] == [(0, "length crc mismatch")]
+    assert datas == [] and [(d.offset, d.kind) for d in damage] == [(0, "corrupt")]
+    assert damage[0].reason.startswith("length crc mismatch: the file is damaged from its first byte")

@@ -26,6 +26,7 @@ from rich.text import Text
 
 from tfguard.diagnose import render_terminal
 from tfguard.diagnose.report_terminal import clean
+from tfguard.text import printable
 
 EVENTS_SHOWN = 3
 
@@ -44,9 +45,9 @@ def render_result(result, console) -> None:
         console: the rich console (the CLI's writes to stderr).
     """
     if result.traceback:
-        console.out(result.traceback, end="", highlight=False)
+        console.out(printable(result.traceback), end="", highlight=False)
     if result.exit_message:
-        console.out(result.exit_message, highlight=False)
+        console.out(printable(result.exit_message), highlight=False)
     console.rule(Text(f"tfguard: {clean(result.script, 120)}", style="bold"), style="dim")
     if result.diagnoses:
         render_terminal(result.diagnoses, console)
@@ -54,13 +55,13 @@ def render_result(result, console) -> None:
         console.print(Text("no fit() call was diagnosed", style="yellow"))
     for fit in result.fits:
         for note in fit.notes:
-            console.print(Text(f"note: {fit.run}: {clean(note, 400)}", style="dim italic"))
+            console.print(Text(f"note: {clean(fit.run, 120)}: {clean(note, 400)}", style="dim italic"))
     events = result.guard_events
     if events:
         console.print(Text(f"firewall: {len(events)} violation(s)", style="yellow"))
         for run, event in events[:EVENTS_SHOWN]:
             first = event.message.splitlines()[0] if event.message else ""
-            console.print(Text(f"  {run}: {event.action}: {clean(first, 200)}"))
+            console.print(Text(f"  {clean(run, 120)}: {clean(event.action, 20)}: {clean(first, 200)}"))
         if len(events) > EVENTS_SHOWN:
             console.print(Text(f"  ... and {len(events) - EVENTS_SHOWN} more in the report",
                                style="dim"))
@@ -69,11 +70,11 @@ def render_result(result, console) -> None:
     for note in result.notes:
         console.print(Text(f"note: {clean(note, 400)}", style="dim italic"))
     if result.logdir and any(fit.run_dir for fit in result.fits):
-        console.print(f"logs:        tensorboard --logdir {_shown(result.logdir)}", markup=False)
+        console.print(Text(f"logs:        tensorboard --logdir {clean(_shown(result.logdir))}"))
     if result.report_path:
-        console.print(f"report:      {_shown(result.report_path)}", markup=False)
+        console.print(Text(f"report:      {clean(_shown(result.report_path))}"))
     if result.html_path:
-        console.print(f"html:        {_shown(result.html_path)}", markup=False)
+        console.print(Text(f"html:        {clean(_shown(result.html_path))}"))
     style = "green" if result.exit_code == 0 else "bold red"
     console.print(Text(f"exit status: {result.exit_code}", style=style))
 

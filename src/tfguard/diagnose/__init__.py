@@ -9,6 +9,9 @@ terminal summary (`render_terminal`), a versioned JSON document (`to_json`,
 schema `tfguard.report/1`), one self-contained HTML file (`write_html`), and
 a ranking of the runs of a sweep (`compare_logdir`, `render_compare`).
 
+Offline use never imports TensorFlow or Keras: `LiveDiagnosis`, the one
+name that needs them, is imported on first use.
+
 Example:
 
 >>> from tfguard.diagnose import Signals, diagnose
@@ -22,7 +25,6 @@ Example:
 from tfguard.diagnose.compare import CompareRow, compare_diagnoses, compare_logdir, render_compare
 from tfguard.diagnose.engine import Diagnosis, diagnose, metric_summary
 from tfguard.diagnose.finding import SEVERITIES, SYMPTOMS, Finding
-from tfguard.diagnose.live import LiveDiagnosis
 from tfguard.diagnose.normalize import signals_from_runs
 from tfguard.diagnose.offline import diagnose_logdir, load_signals
 from tfguard.diagnose.recorder import SignalRecorder
@@ -61,3 +63,21 @@ __all__ = [
     "to_json",
     "write_html",
 ]
+
+# names that need TensorFlow / Keras, imported on first use
+_LAZY = {"LiveDiagnosis": "tfguard.diagnose.live"}
+
+
+def __getattr__(name: str):
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'tfguard.diagnose' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -4,7 +4,9 @@ Made for a hyperparameter sweep: every run of a log directory is diagnosed
 and summarized in a `CompareRow`; rows are ranked by the best value of one
 metric (highest first for accuracy-like metrics, lowest first for loss-like
 ones), and runs that lack that metric come last. `render_compare` prints the
-rows as a rich table, with the hparams that differ between runs as columns.
+rows as a rich table, with the hparams that differ between runs as columns;
+run names, hparam names and values are shown literally, one line per cell
+(`clean`: no markup, control characters and newlines escaped).
 
 Example:
 
@@ -94,6 +96,7 @@ def compare_logdir(
     *,
     thresholds: Thresholds | Mapping | None = None,
     reader: Callable | None = None,
+    damage: list | None = None,
 ) -> list[CompareRow]:
     """Diagnoses every run under `logdir` and ranks them by `sort_by`.
 
@@ -102,6 +105,8 @@ def compare_logdir(
         sort_by: the metric tag to rank by, e.g. `"val/loss"`. Defaults to `"val/accuracy"`.
         thresholds: a `Thresholds` or a mapping of overrides. Defaults to `None`.
         reader: a function like `tfguard.events.read_logdir`. Defaults to `None`.
+        damage: a list that receives every `tfguard.events.Damage` found
+            in the files. Defaults to `None`.
 
     Returns:
         One `CompareRow` per run, best first.
@@ -109,8 +114,8 @@ def compare_logdir(
     Raises:
         EventFileError: if `logdir` does not exist or is not a directory.
     """
-    return compare_diagnoses(diagnose_logdir(logdir, thresholds=thresholds, reader=reader),
-                             sort_by=sort_by)
+    diagnoses = diagnose_logdir(logdir, thresholds=thresholds, reader=reader, damage=damage)
+    return compare_diagnoses(diagnoses, sort_by=sort_by)
 
 
 def render_compare(rows: Iterable[CompareRow], console: Console, *, sort_by: str | None = None,
@@ -137,12 +142,12 @@ def render_compare(rows: Iterable[CompareRow], console: Console, *, sort_by: str
     table = Table(show_header=True, header_style="bold")
     table.add_column("#", justify="right")
     table.add_column("run", no_wrap=True)
-    for k in shown:
-        table.add_column(clean(k, 30), overflow="fold")
+    for k in shown:  # names from the logs: Text headers, never markup
+        table.add_column(Text(clean(k, 30)), overflow="fold")
     if sort_by:
-        table.add_column(f"best {clean(sort_by, 40)}", justify="right")
+        table.add_column(Text(f"best {clean(sort_by, 40)}"), justify="right")
     for t in metrics:
-        table.add_column(f"final {t}", justify="right")
+        table.add_column(Text(f"final {t}"), justify="right")
     table.add_column("symptoms", overflow="fold", min_width=14)
     for r in rows:
         cells = [Text(str(r.rank)), Text(clean(r.run, 80), style="magenta")]

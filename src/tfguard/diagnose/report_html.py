@@ -32,7 +32,8 @@ from collections.abc import Iterable
 
 from tfguard.diagnose.engine import Diagnosis
 from tfguard.diagnose.finding import SYMPTOMS, fmt
-from tfguard.diagnose.plots import activation_png, grad_norm_png, loss_png, metrics_png
+from tfguard.diagnose.report_terminal import unreadable
+from tfguard.errors import ContractError
 
 TITLE = "tfguard report"
 
@@ -48,11 +49,15 @@ th{background:#f4f4f4}
 table.wide{table-layout:fixed;width:100%}
 td,th,h2,li,p,code{overflow-wrap:anywhere;white-space:pre-wrap}
 .sev{font-weight:bold;text-transform:uppercase;font-size:0.8em}
-.error{color:#c0392b}.warning{color:#b9770e}.info{color:#2e86c1}.healthy{color:#1e8449}
+.unreadable,.error{color:#c0392b}.warning{color:#b9770e}.info{color:#2e86c1}.healthy{color:#1e8449}
 .muted{color:#777}.sym{font-family:ui-monospace,monospace;font-weight:bold}
 figure{margin:12px 0}figure img{max-width:100%;border:1px solid #eee}
 figcaption{font-size:0.85em;color:#555}
 """
+
+
+def _state(d: Diagnosis) -> str:
+    return "unreadable" if unreadable(d) else d.worst or "healthy"
 
 
 def _e(value) -> str:
@@ -111,6 +116,8 @@ def _run_section(index: int, d: Diagnosis) -> str:
     worst = d.worst
     status = ('<span class="healthy">healthy</span>' if worst is None else
               f'<span class="{_e(worst)}">' + _e(", ".join(d.ids)) + "</span>")
+    if unreadable(d):
+        status = '<span class="error">unreadable: its event files are damaged (see the notes)</span>'
     parts = [f'<section class="run" id="run-{index}">',
              f'<h2 class="run-name">{_e(d.run)}</h2>',
              f'<p>source: {_e(d.source)} &middot; {status}</p>',
@@ -119,6 +126,9 @@ def _run_section(index: int, d: Diagnosis) -> str:
              _kv_table([(k, v) for k, v in d.hparams.items()], ("hparam", "value")),
              "<h3>Metrics</h3>", _metrics(d)]
     if s is not None:
+        # matplotlib is imported only when a page is drawn: `tfguard diagnose` stays quick
+        from tfguard.diagnose.plots import activation_png, grad_norm_png, loss_png, metrics_png
+
         figures = [
             _img(loss_png(s, d.findings), f"loss curves of run {d.run}",
                  "Loss; dashed lines mark the onset of each symptom."),
@@ -154,7 +164,7 @@ def render_html(diagnoses: Iterable[Diagnosis], *, title: str = TITLE) -> str:
     diagnoses = list(diagnoses)
     index_rows = "".join(
         f'<tr><td><a href="#run-{i}">{_e(d.run)}</a></td>'
-        f'<td class="{_e(d.worst or "healthy")}">{_e(d.worst or "healthy")}</td>'
+        f'<td class="{_e(_state(d))}">{_e(_state(d))}</td>'
         f"<td>{_e(', '.join(d.ids) or '-')}</td></tr>"
         for i, d in enumerate(diagnoses)
     )
@@ -185,12 +195,23 @@ def write_html(diagnoses: Iterable[Diagnosis], path: str | os.PathLike, *,
         The path written, as a string.
 
     Raises:
-        OSError: if the file cannot be written.
+        ContractError: if `path` is a directory, or the file cannot be
+            written (the reason from the system is in the message).
     """
     path = os.fspath(path)
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
+    if os.path.isdir(path):
+        raise ContractError(
+            f"Cannot write the HTML report to {path!r}: it is a directory. Expected the path "
+            f"of a file to create, e.g. {os.path.join(path, 'report.html')!r}.",
+            hint="name the file: -o DIR/report.html")
     page = render_html(diagnoses, title=title)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(page)
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(page)
+    except OSError as err:
+        raise ContractError(
+            f"Cannot write the HTML report to {path!r}: {err.strerror or err}. Expected a file "
+            f"path in a folder you can write to.",
+            hint="choose another path with -o, or fix the folder's permissions") from None
     return path

@@ -4,8 +4,11 @@ One block per run: its name, source and hyperparameters, the final and best
 epoch metrics, a table of the symptoms (severity, id, layer, onset, what
 was seen and what to try), and the rules that could not run with the
 reason. Text from logs (run names, hparams, layer names, messages) is shown
-literally: rich markup in it is not interpreted and control characters are
-removed.
+literally: it goes into rich `Text` objects, never markup, so `[bold]` in a
+name prints as written, and control characters (ESC, BEL, newlines) are
+shown escaped (`tfguard.text.printable`), so a name cannot break a table or
+drive the terminal. A run whose event files held nothing readable is shown
+as unreadable, with the damage notes (file and offset), not as healthy.
 
 Example:
 
@@ -20,7 +23,6 @@ True
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 from rich.console import Console
@@ -29,23 +31,39 @@ from rich.text import Text
 
 from tfguard.diagnose.engine import Diagnosis
 from tfguard.diagnose.finding import fmt
+from tfguard.text import printable
 
 STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_DAMAGE_NOTE = "damaged event file "
 
 
-def clean(value, limit: int = 300) -> str:
-    """A log-supplied value as safe, bounded terminal text.
+def clean(value, limit: int = 300, *, newlines: bool = False) -> str:
+    """A log-supplied value as safe, bounded, one-line terminal text.
+
+    Example:
+
+    >>> print(clean("run\\nname\\x1b[2J [bold]"))
+    run\\nname\\x1b[2J [bold]
 
     Args:
         value: anything; it is converted with `str`.
         limit: the most characters kept. Defaults to `300`.
+        newlines: keep newlines (a message); `False` shows them as `\\n`
+            (a name, a table cell). Defaults to `False`.
 
     Returns:
-        The text without control characters, cut with `...` past `limit`.
+        The text with control characters shown escaped, cut with `...` past
+        `limit`. Put it in a `rich.text.Text`, never in a markup string.
     """
-    text = _CONTROL.sub("?", str(value))
+    text = printable(value, newlines=newlines)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def unreadable(d: Diagnosis) -> bool:
+    """Whether the run is listed only for its damaged files (nothing in them could be read)."""
+    s = d.signals
+    return (s is not None and not (s.scalars or s.histograms or s.texts)
+            and any(str(n).startswith(_DAMAGE_NOTE) for n in d.notes))
 
 
 def _metrics_line(d: Diagnosis) -> Text:
@@ -73,8 +91,10 @@ def render_run(d: Diagnosis, console: Console, *, show_skipped: bool = True) -> 
     title = Text()
     title.append("run ", style="bold")
     title.append(clean(d.run), style="bold magenta")
-    title.append(f"  ({d.source})  ", style="dim")
-    if worst is None:
+    title.append(f"  ({clean(d.source, 40)})  ", style="dim")
+    if unreadable(d):
+        title.append("unreadable: its event files are damaged", style="bold red")
+    elif worst is None:
         title.append("healthy: no symptom found", style="bold green")
     else:
         counts = {s: sum(1 for f in d.findings if f.severity == s) for s in ("error", "warning", "info")}
@@ -92,13 +112,13 @@ def render_run(d: Diagnosis, console: Console, *, show_skipped: bool = True) -> 
         for column in ("severity", "symptom", "where", "onset", "what was seen / what to try"):
             table.add_column(column, overflow="fold")
         for f in d.findings:
-            body = Text(clean(f.message, 1000))
+            body = Text(clean(f.message, 1000, newlines=True))
             if f.suggestion:
-                body.append("\n→ " + clean(f.suggestion, 1000), style="green")
+                body.append("\n→ " + clean(f.suggestion, 1000, newlines=True), style="green")
             table.add_row(Text(f.severity, style=STYLES[f.severity]), Text(f.id, style="bold"),
                           Text(clean(f.where or "-", 80)), Text(f.onset_text()), body)
         console.print(table)
-    if show_skipped and d.rules_skipped:
+    if show_skipped and d.rules_skipped and not unreadable(d):
         console.print(Text(f"not run ({len(d.rules_skipped)} rules, missing signals):", style="dim"))
         for s in d.rules_skipped:
             line = Text("  ")
@@ -106,7 +126,8 @@ def render_run(d: Diagnosis, console: Console, *, show_skipped: bool = True) -> 
             line.append(": " + clean(s["reason"], 400), style="dim")
             console.print(line)
     for note in d.notes:
-        console.print(Text("note: " + clean(note, 400), style="dim italic"))
+        damaged = str(note).startswith(_DAMAGE_NOTE)
+        console.print(Text("note: " + clean(note, 400), style="yellow" if damaged else "dim italic"))
 
 
 def render_terminal(diagnoses: Iterable[Diagnosis], console: Console, *,

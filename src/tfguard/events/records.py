@@ -36,10 +36,20 @@ import google_crc32c
 __all__ = ["Damage", "frame_record", "iter_records", "masked_crc32c"]
 
 _CHUNK_SIZE = 1 << 20
+MAX_RECORD_BYTES = 128 << 20
+"""The largest record `iter_records` keeps in memory by default (128 MiB).
+
+A record is one `Event`: a scalar is ~50 bytes, a histogram or an image a
+few KB to a few MB. A length field above this cap is never allocated: the
+record is skipped (its CRC is still checked, streamed through a chunk) and
+reported as `Damage` of kind `"oversized"`, so memory stays within about
+one chunk plus this cap whatever a file claims.
+"""
 _HEADER = struct.Struct("<QI")
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
 _HEADER_CACHE_LIMIT = 4096
+KINDS = ("truncated", "corrupt", "oversized", "unreadable")
 
 
 @dataclass(frozen=True)
@@ -50,11 +60,24 @@ class Damage:
         path: the event file.
         offset: byte offset of the start of the bad record in that file.
         reason: what was wrong there, e.g. `"data crc mismatch"`.
+        kind: one of `KINDS`: `"truncated"` (the file ends inside a record
+            of a plausible length: what a writer that is still writing, or
+            was killed, leaves), `"corrupt"` (a CRC mismatch, an
+            undecodable event or value, bytes that are not a record),
+            `"oversized"` (a record longer than the cap, skipped) or
+            `"unreadable"` (the file cannot be opened or read). Every kind
+            but `"truncated"` means data was lost. Defaults to `"corrupt"`.
     """
 
     path: str
     offset: int
     reason: str
+    kind: str = "corrupt"
+
+    @property
+    def lost_data(self) -> bool:
+        """Whether records were lost or refused here (any kind but `"truncated"`)."""
+        return self.kind != "truncated"
 
 
 def masked_crc32c(data: bytes) -> int:
@@ -94,7 +117,11 @@ def frame_record(data: bytes) -> bytes:
 
 
 def iter_records(
-    path: str, damage: list[Damage], *, chunk_size: int = _CHUNK_SIZE
+    path: str,
+    damage: list[Damage],
+    *,
+    chunk_size: int = _CHUNK_SIZE,
+    max_record_bytes: int = MAX_RECORD_BYTES,
 ) -> Iterator[tuple[list[int], list[bytes]]]:
     """Yield the intact records of one event file, a chunk's worth at a time.
 
@@ -104,7 +131,10 @@ def iter_records(
     before the next one is read): copy what you keep. Damage never raises: it is
     appended to `damage` and reading stops at the first record whose length
     cannot be trusted (a length CRC mismatch, a length past the end of the file,
-    a cut header). A data CRC mismatch skips only that record.
+    a cut header). A data CRC mismatch skips only that record; so does a
+    record longer than `max_record_bytes`, which is never held in memory.
+    A record larger than a chunk is read into one buffer of its own size
+    (handed over as a `bytearray`), never copied a second time.
 
     Example:
 
@@ -119,6 +149,8 @@ def iter_records(
         path: the event file to read.
         damage: list that receives one `Damage` per bad spot found.
         chunk_size: bytes read from the file at a time. Defaults to `1 MiB`.
+        max_record_bytes: the longest record kept; a longer one is skipped
+            and reported. Defaults to `MAX_RECORD_BYTES` (128 MiB).
 
     Yields:
         `(offsets, datas)`: the byte offset of each record and its data, in file order.
@@ -126,18 +158,19 @@ def iter_records(
     try:
         f = open(path, "rb", buffering=0)  # noqa: SIM115 - closed in finally
     except OSError as err:
-        damage.append(Damage(path, 0, f"cannot open: {err.strerror or err}"))
+        damage.append(Damage(path, 0, f"cannot open: {err.strerror or err}", "unreadable"))
         return
     try:
-        yield from _scan(f, path, damage, max(64, int(chunk_size)))
+        yield from _scan(f, path, damage, max(64, int(chunk_size)), max(0, int(max_record_bytes)))
     except OSError as err:
-        damage.append(Damage(path, 0, f"read error: {err.strerror or err}"))
+        damage.append(Damage(path, f.tell() if not f.closed else 0,
+                             f"read error: {err.strerror or err}", "unreadable"))
     finally:
         f.close()
 
 
 def _scan(
-    f, path: str, damage: list[Damage], chunk_size: int
+    f, path: str, damage: list[Damage], chunk_size: int, max_record: int
 ) -> Iterator[tuple[list[int], list[bytes]]]:
     """The framing loop of `iter_records` over an open, unbuffered file."""
     size = os.fstat(f.fileno()).st_size
@@ -154,6 +187,7 @@ def _scan(
         datas: list[bytes] = []
         add_offset, add_data = offsets.append, datas.append
         need = 0
+        length = 0
         while pos + 12 <= n:
             header = buf[pos : pos + 12]
             length = verified.get(header)
@@ -163,7 +197,7 @@ def _scan(
                 if (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF != length_crc:
                     if datas:
                         yield offsets, datas
-                    damage.append(Damage(path, base + pos, "length crc mismatch"))
+                    damage.append(Damage(path, base + pos, _bad_header(base + pos, header)))
                     return
                 if len(verified) >= _HEADER_CACHE_LIMIT:
                     verified.clear()
@@ -184,26 +218,47 @@ def _scan(
             yield offsets, datas
             offsets.clear()  # the caller is done with them: free the slices
             datas.clear()
-        record_end = base + n + need  # file offset the pending record needs
-        if need and record_end > size:
-            size = os.fstat(f.fileno()).st_size  # the file may have grown
+        if need:
+            start = base + pos  # file offset of the record that does not fit
+            record_end = start + 12 + length + 4
             if record_end > size:
-                length = _U64.unpack_from(buf, pos)[0]
-                damage.append(
-                    Damage(
-                        path,
-                        base + pos,
-                        f"truncated record: length {length} needs {record_end - base - pos} "
-                        f"bytes, {size - base - pos} left in the file",
-                    )
-                )
+                size = os.fstat(f.fileno()).st_size  # the file may have grown
+            if record_end > size:
+                cap = f" (over the {max_record}-byte record cap)" if length > max_record else ""
+                damage.append(Damage(
+                    path, start,
+                    f"truncated record: length {length} needs {record_end - start} bytes, "
+                    f"{size - start} left in the file{cap}",
+                    "truncated" if length <= max_record else "corrupt"))
                 return
+            if length > max_record:  # never allocated, never read: skipped by a seek
+                damage.append(Damage(
+                    path, start,
+                    f"record too large: its length field says {length} bytes, over the "
+                    f"{max_record}-byte record cap; skipped unread", "oversized"))
+                f.seek(record_end)
+            elif 16 + length > chunk_size:  # read into one buffer of its own size
+                have = buf[pos + 12 :]
+                buf = b""
+                record = _read_large(f, path, damage, start, length, have, chunk_size)
+                del have
+                if record is None and damage[-1].kind == "truncated":
+                    return
+                if record is not None:
+                    yield [start], [record]
+                    del record
+            if length > max_record or 16 + length > chunk_size:
+                buf = b""
+                buf = f.read(chunk_size)
+                base, pos = record_end, 0
+                if not buf:
+                    return
+                continue
         more = f.read(max(chunk_size, need))
         if not more:
             if pos < n:
-                damage.append(
-                    Damage(path, base + pos, f"truncated record: {n - pos} trailing bytes")
-                )
+                damage.append(Damage(
+                    path, base + pos, f"truncated record: {n - pos} trailing bytes", "truncated"))
             return
         rest = buf[pos:]
         buf = b""  # never hold the old and the new chunk together
@@ -211,3 +266,52 @@ def _scan(
         del rest, more
         base += pos
         pos = 0
+
+
+def _bad_header(offset: int, header: bytes) -> str:
+    """The reason for a record header whose length CRC does not match."""
+    if offset:
+        return "length crc mismatch"
+    what = "all zero bytes" if not any(header) else "not a record header"
+    return (f"length crc mismatch: the file is damaged from its first byte ({what}); "
+            f"expected a TFRecord-framed event file as tf.summary writes")
+
+
+def _read_large(
+    f, path: str, damage: list[Damage], start: int, length: int, have: bytes, chunk_size: int
+) -> bytearray | None:
+    """Reads the record at `start` whose data does not fit in a chunk.
+
+    `have` holds the bytes after its header already read. The data goes
+    into one `bytearray` of its size (the only copy), its CRC computed piece
+    by piece. Returns the data when it is intact, else `None` (damage
+    appended; a `"truncated"` one when the file ended inside the record).
+    """
+    data = bytearray(length)
+    crc = google_crc32c.extend
+    got = min(len(have), length)
+    checksum = crc(0, have[:got]) if got else 0
+    data[:got] = have[:got]
+    trailer = have[got:]
+    while got < length:
+        piece = f.read(min(length - got, chunk_size))
+        if not piece:
+            damage.append(Damage(path, start, f"truncated record: length {length}, only "
+                                              f"{got} data bytes in the file", "truncated"))
+            return None
+        checksum = crc(checksum, piece)
+        data[got : got + len(piece)] = piece
+        got += len(piece)
+        del piece
+    while len(trailer) < 4:
+        piece = f.read(4 - len(trailer))
+        if not piece:
+            damage.append(Damage(path, start, f"truncated record: length {length}, "
+                                              "its data crc is cut", "truncated"))
+            return None
+        trailer += piece
+    masked = (((checksum >> 15) | (checksum << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+    if masked != _U32.unpack(trailer)[0]:
+        damage.append(Damage(path, start, "data crc mismatch"))
+        return None
+    return data

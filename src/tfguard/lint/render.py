@@ -3,6 +3,8 @@
 The library never prints on its own: `render_lint` writes to the
 `rich.console.Console` it is given (the CLI passes its own; a test passes one
 that records). The JSON form is the one a CI job or the diagnosis report reads.
+Text from the model (layer and class names, messages quoting them) is shown
+literally: rich `Text`, never markup, with control characters escaped.
 
 JSON shape::
 
@@ -29,6 +31,7 @@ from rich.text import Text
 from tfguard.errors import ContractError
 from tfguard.findings import strict_json
 from tfguard.lint.finding import SEVERITIES, LintFinding, severity_rank
+from tfguard.text import printable
 
 JSON_VERSION = 1
 
@@ -76,14 +79,15 @@ def render_lint(findings: list[LintFinding], console: Console, *, title: str = "
     table.add_column("finding and fix")
     ordered = sorted(findings, key=lambda f: -severity_rank(f.severity))
     for f in ordered:
-        body = Text(f.message)
+        body = Text(printable(f.message))
         if f.suggestion:
             body.append("\nTry: ", style="bold")
-            body.append(f.suggestion)
+            body.append(printable(f.suggestion))
+        code = printable(f.code or "", newlines=False)
         table.add_row(
             Text(f.severity.upper(), _STYLES[f.severity]),
-            Text(f"{f.id}\n{f.code or ''}".rstrip()),
-            Text(f.where),
+            Text(f"{printable(f.id, newlines=False)}\n{code}".rstrip()),
+            Text(printable(f.where, newlines=False)),
             body,
         )
     console.print(table)

@@ -297,11 +297,14 @@ class RunWriter:
         if writer is not None:
             with contextlib.suppress(WRITE_ERRORS):
                 writer.close()
-        where = self.path or "the log directory"
+        # name the directory: the run's, else the one the failing call was making
+        directory = None if callable(self._directory) else self._directory
+        where = self.path or getattr(error, "filename", None) or directory
+        where = repr(os.fspath(where)) if where else "the log directory (its path is unknown)"
         reason = _REASON_NOISE.sub("", getattr(error, "message", None) or str(error)).strip()
         reason = " ".join(reason.split())[:400] or type(error).__name__
         message = (
-            f"Could not {action} TensorBoard logs in '{where}': {type(error).__name__}: {reason}. "
+            f"Could not {action} TensorBoard logs in {where}: {type(error).__name__}: {reason}. "
             "Expected a writable log directory with free space."
         )
         if self.strict:
