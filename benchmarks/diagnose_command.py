@@ -21,8 +21,8 @@ rotated every round):
 The tfguard and the tbparse process both get every scalar; tbparse and
 EventAccumulator only read, where tfguard also diagnoses and prints a
 report. Time: wall clock from start to exit, `--repeats` rounds (default
-3); medians are compared. Memory: each process's own peak resident set
-(`os.wait4`'s `ru_maxrss`), as `/usr/bin/time -v` reports it. tfguard's
+3); medians are compared. Memory: each process's own peak resident set,
+read by `/usr/bin/time` (`%M`, "Maximum resident set size" of `-v`). tfguard's
 command must also leave TensorFlow and Keras unimported and print nothing
 on stderr (no TensorFlow banner): both are checked once before the timings.
 
@@ -98,22 +98,32 @@ def contenders(logdir: str) -> dict[str, list[str]]:
     }
 
 
+_TIME = "/usr/bin/time"
+
+
 def timed(command: list[str], *, capture: bool = False) -> tuple[float, float, int, bytes, bytes]:
     """Runs `command` as a process: (wall seconds, peak RSS in MB, status, stdout, stderr).
 
-    The peak is the process's own (`os.wait4`), as `/usr/bin/time -v` reports it.
+    The peak is the process's own, read by `/usr/bin/time` (a small parent):
+    a child forked from this Python would carry this Python's peak over
+    `exec` in `ru_maxrss`. Without `/usr/bin/time`, `os.wait4`'s figure
+    is shown, which has that floor.
     """
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile("r", suffix=".rss") as rss:
         sink = {"stdout": out, "stderr": err} if capture else {
             "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+        wrapped = [_TIME, "-f", "%M", "-o", rss.name, *command] if os.path.exists(_TIME) else command
         began = time.perf_counter()
-        process = subprocess.Popen(command, **sink)
+        process = subprocess.Popen(wrapped, **sink)
         _pid, status, usage = os.wait4(process.pid, 0)
         wall = time.perf_counter() - began
         process.returncode = code = os.waitstatus_to_exitcode(status)
+        figures = rss.read().split()
+        peak_kib = int(figures[-1]) if wrapped is not command and figures else usage.ru_maxrss
         out.seek(0)
         err.seek(0)
-        return wall, usage.ru_maxrss / 1000, code, out.read(), err.read()
+        return wall, peak_kib / 1000, code, out.read(), err.read()
 
 
 def check_outputs(logdir: str, commands: dict[str, list[str]]) -> list[str]:

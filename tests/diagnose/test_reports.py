@@ -185,11 +185,11 @@ def test_hostile_text_shows_literally_and_runs_nothing(tmp_path):
     assert "&lt;script&gt;document.title='pwned'&lt;/script&gt;" in dom
     assert "&lt;img src=x onerror=\"document.title='pwned'\"&gt;" in dom
     assert "../../../etc/passwd" in dom
-    assert "line one\nline two" in dom
+    assert "line one\nline two\\x0d\n" in dom  # a carriage return cannot hide text
     assert "A" * 10_000 in dom
     for name in HOSTILE:
         shown = name[:20].replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-        shown = shown.replace("\r\n", "\n")  # HTML parsing normalizes newlines
+        shown = shown.replace("\r", "\\x0d").replace("\x1b", "\\x1b")  # shown escaped
         assert f'<h2 class="run-name">{shown}' in dom
 
 

@@ -4,6 +4,8 @@ Each function takes one run's `Signals` (and its findings) and returns the
 PNG bytes of one figure, or `None` when the run lacks the signals. Figures
 are built with `matplotlib.figure.Figure` (no pyplot state, no window), so
 they are safe to draw from any thread and never touch the display.
+matplotlib is imported when the first figure is drawn, so importing
+`tfguard.diagnose` (and `tfguard diagnose`, which draws nothing) stays quick.
 
 - `loss_png`: training / validation / per-batch loss, with the onset of each
   finding marked by a dashed line labelled with the symptom id.
@@ -24,12 +26,15 @@ from __future__ import annotations
 
 import io
 import re
+from typing import TYPE_CHECKING
 
 import numpy as np
-from matplotlib.figure import Figure
 
 from tfguard import tags
 from tfguard.diagnose.signals import Series, Signals
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 _MAX_LINES = 16
 _MAX_POINTS = 4000
@@ -54,6 +59,13 @@ def _xy(s: Series, by_step: bool):
     x, y = x[keep], np.where(np.isfinite(s.values[keep]), s.values[keep], np.nan)
     stride = -(-len(x) // _MAX_POINTS)
     return (x[::stride], y[::stride]) if stride > 1 else (x, y)
+
+
+def _figure(width: float, height: float) -> Figure:
+    """A new Agg-backed figure (matplotlib is imported on the first call: ~0.4 s)."""
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height))
 
 
 def _png(fig: Figure) -> bytes:
@@ -102,7 +114,7 @@ def loss_png(signals: Signals, findings) -> bytes | None:
     if not curves:
         return None
     by_step = _use_steps([s for _, s in curves])
-    fig = Figure(figsize=(8, 3.6))
+    fig = _figure(8, 3.6)
     ax = fig.subplots()
     plotted = []
     for tag, s in curves:
@@ -124,7 +136,7 @@ def metrics_png(signals: Signals) -> bytes | None:
     if not curves:
         return None
     by_step = _use_steps([s for _, s in curves])
-    fig = Figure(figsize=(8, 3.2))
+    fig = _figure(8, 3.2)
     ax = fig.subplots()
     for tag, s in curves:
         x, y = _xy(s, by_step)
@@ -157,7 +169,7 @@ def grad_norm_png(signals: Signals, findings=()) -> bytes | None:
         layers = {n: Series(s.steps, np.where(s.values > 0, s.values, floor), s.epochs)
                   for n, s in layers.items()}
         title += f" (0 drawn at {floor:.0e})"
-    fig = Figure(figsize=(8, 3.6))
+    fig = _figure(8, 3.6)
     ax = fig.subplots()
     _per_layer_lines(ax, layers, by_step)
     ax.set_yscale("log")
@@ -177,7 +189,7 @@ def activation_png(signals: Signals, findings=()) -> bytes | None:
         return None
     panels = [(k, v) for k, v in (("dead fraction (ReLU units <= 0 on the whole batch)", dead),
                                   ("saturated fraction (pre-activations outside +-5)", saturated)) if v]
-    fig = Figure(figsize=(8, 3.0 * len(panels)))
+    fig = _figure(8, 3.0 * len(panels))
     axes = fig.subplots(len(panels), 1, squeeze=False)[:, 0]
     for ax, (title, layers) in zip(axes, panels, strict=True):
         by_step = _use_steps(list(layers.values()))

@@ -3,9 +3,10 @@
 The page needs nothing but itself: styles are inline, plots are PNG images
 embedded as `data:` URIs (matplotlib, Agg canvas), and it has no script at
 all. Every value that comes from logs or users (run names, hparams, layer
-names, messages, reasons) is escaped with `html.escape`, and a
-Content-Security-Policy `<meta>` forbids scripts and any external resource,
-so even a string that slipped through could not run or load anything.
+names, messages, reasons) is escaped with `html.escape`, its control
+characters shown as `\\xNN`, and a Content-Security-Policy `<meta>` forbids
+scripts and any external resource, so even a string that slipped through
+could not run or load anything.
 
 Per run it shows: the hyperparameters, the final and best metrics, the
 symptoms (severity, id, layer, onset, message, evidence, suggestion), the
@@ -32,8 +33,10 @@ from collections.abc import Iterable
 
 from tfguard.diagnose.engine import Diagnosis
 from tfguard.diagnose.finding import SYMPTOMS, fmt
+from tfguard.diagnose.plots import activation_png, grad_norm_png, loss_png, metrics_png
 from tfguard.diagnose.report_terminal import unreadable
 from tfguard.errors import ContractError
+from tfguard.text import printable
 
 TITLE = "tfguard report"
 
@@ -61,8 +64,8 @@ def _state(d: Diagnosis) -> str:
 
 
 def _e(value) -> str:
-    """Escapes any value for HTML text or attribute context."""
-    return html.escape(str(value), quote=True)
+    """Escapes any value for HTML text or attribute context, control characters shown as `\\xNN`."""
+    return html.escape(printable(value), quote=True)
 
 
 def _img(png: bytes | None, alt: str, caption: str) -> str:
@@ -126,9 +129,6 @@ def _run_section(index: int, d: Diagnosis) -> str:
              _kv_table([(k, v) for k, v in d.hparams.items()], ("hparam", "value")),
              "<h3>Metrics</h3>", _metrics(d)]
     if s is not None:
-        # matplotlib is imported only when a page is drawn: `tfguard diagnose` stays quick
-        from tfguard.diagnose.plots import activation_png, grad_norm_png, loss_png, metrics_png
-
         figures = [
             _img(loss_png(s, d.findings), f"loss curves of run {d.run}",
                  "Loss; dashed lines mark the onset of each symptom."),

@@ -199,6 +199,9 @@ def _scan(
                         yield offsets, datas
                     damage.append(Damage(path, base + pos, _bad_header(base + pos, header)))
                     return
+                if length > max_record:
+                    need = 1  # handled below, like a record that runs past the chunk
+                    break
                 if len(verified) >= _HEADER_CACHE_LIMIT:
                     verified.clear()
                 verified[header] = length
