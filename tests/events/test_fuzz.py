@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from tests.events.eventdata import record_spans, scalar_event
 from tfguard.events import read_run
-from tfguard.events.records import frame_record
+from tfguard.events.records import frame_record, iter_records, masked_crc32c
 
 TAGS = ["loss", "grad_norm/dense_1", "été"]
 
@@ -98,3 +98,56 @@ def test_reader_never_raises_and_keeps_the_intact_prefix(case):
         assert run.damage and run.damage[0].offset == start
     for damage in run.damage:
         assert 0 <= damage.offset <= len(damaged)
+
+
+@settings(max_examples=150, derandomize=True, deadline=None)
+@given(st.one_of(st.binary(min_size=0, max_size=3000),
+                 st.integers(0, 3000).map(lambda n: b"\0" * n)))
+def test_a_file_of_anything_is_damage_at_offset_zero_never_an_error(content):
+    with tempfile.TemporaryDirectory() as logdir:
+        path = os.path.join(logdir, "events.out.tfevents.1.host")
+        with open(path, "wb") as f:
+            f.write(content)
+        run = read_run(logdir)
+    if not content:
+        assert run.damage == []
+        return
+    assert run.damage and run.damage[0].offset == 0 and run.damage[0].path == path
+    if len(content) >= 12 and not any(content):
+        assert run.damage[0].kind == "corrupt" and "all zero bytes" in run.damage[0].reason
+
+
+@settings(max_examples=100, derandomize=True, deadline=None)
+@given(damaged_files(), st.integers(64, 5000), st.integers(0, 200),
+       st.integers(0, 2**64 - 1), st.booleans())
+def test_chunk_size_cap_and_a_lying_length_never_change_the_intact_prefix(
+    case, chunk_size, cap, lie, insert_lie
+):
+    """Small chunks, a small record cap, and a valid header claiming any length."""
+    blob = case.blob
+    spans = record_spans(blob)
+    cut = spans[len(spans) // 2][0]  # a record boundary
+    header = struct.pack("<Q", lie)
+    hostile = header + struct.pack("<I", masked_crc32c(header))
+    data = blob[:cut] + hostile + blob[cut:] if insert_lie else blob
+    with tempfile.TemporaryDirectory() as logdir:
+        path = os.path.join(logdir, "events.out.tfevents.1.host")
+        with open(path, "wb") as f:
+            f.write(data)
+        damage: list = []
+        got = [(offset, bytes(d)) for offsets, datas in
+               iter_records(path, damage, chunk_size=chunk_size, max_record_bytes=cap)
+               for offset, d in zip(offsets, datas)]
+    expected = [(start, blob[start + 12 : end - 4]) for start, end in spans]
+    if not insert_lie:
+        kept = [r for r in expected if len(r[1]) <= cap]
+        assert got == kept
+        assert [d.offset for d in damage] == [s for s, d in expected if len(d) > cap]
+        assert all(d.kind == "oversized" for d in damage)
+        return
+    before = [r for r in expected if r[0] < cut]
+    assert got[: len([r for r in before if len(r[1]) <= cap])] == [r for r in before if len(r[1]) <= cap]
+    lie_damage = [d for d in damage if d.offset == cut]
+    assert len(lie_damage) == 1  # the lie is reported where it is, whatever it claims
+    if lie > cap:
+        assert lie_damage[0].kind in ("oversized", "corrupt") and str(lie) in lie_damage[0].reason
