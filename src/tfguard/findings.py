@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -46,8 +47,6 @@ SYMPTOMS: dict[str, str] = {
     "label_range": "labels lie outside the range the loss and output accept",
     "pipeline_order": "the input pipeline's order of operations is wrong (e.g. no shuffle before batch)",
     "learning_rate": "the learning rate is far too high (or too low) for this model",
-    "input_bound": "training waits for its input pipeline more than it computes",
-    "python_in_pipeline": "the tf.data pipeline runs Python (py_function, numpy_function, a generator)",
 }
 
 #: Severities, from the mildest to the worst.
@@ -201,6 +200,74 @@ class Finding:
         return cls(**known)
 
 
+def event_record(event) -> dict:
+    """A firewall violation (`GuardEvent` or its JSON) as the evidence the rules read.
+
+    Example:
+
+    >>> event_record({"step": 3, "checkpoint": "data", "where": "y", "check": "labels",
+    ...               "counts": {"bad": 2}})["check"]
+    'labels'
+    """
+    get = event.get if isinstance(event, dict) else (lambda k, d=None: getattr(event, k, d))
+    failed = list(get("failed", []) or [])
+    check = get("check")
+    if check is None:
+        message = str(get("message", "") or "")
+        found = re.search(r"failed check '([^']+)'", message)
+        check = found.group(1) if found else "finite"
+    return {
+        "step": int(get("step", 0) or 0),
+        "batch": get("batch"),
+        "epoch": get("epoch"),
+        "checkpoint": str(get("checkpoint", "")),
+        "where": str(get("where", "")),
+        "check": str(check),
+        "counts": {str(k): float(v) for k, v in dict(get("counts", {}) or {}).items()
+                   if isinstance(v, (int, float))},
+        "failed": [str(f) for f in failed],
+        "action": str(get("action", "")),
+    }
+
+
+OOM_FIXES = (
+    "halve the batch size (or the image resolution, or the sequence length)",
+    "call keras.backend.clear_session() between models built in one process",
+    "let TensorFlow grow GPU memory as needed: "
+    "tf.config.experimental.set_memory_growth(gpu, True) (tfguard doctor checks it)",
+    "use mixed precision (keras.mixed_precision.set_global_policy('mixed_float16')) on a GPU",
+)
+"""What to change when training runs out of memory (seed article 003's fixes)."""
+
+
+def describe_failure(record: dict) -> str:
+    """One paragraph for a person, from a `failure_record`.
+
+    Example:
+
+    >>> describe_failure({"status": "failed", "type": "ValueError", "error": "bad shape", "step": 4})
+    'training failed at step 4 with ValueError: bad shape'
+    """
+    at = f" at step {record['step']}" if record.get("step") is not None else ""
+    if record.get("status") == "aborted":
+        return f"training was interrupted{at}"
+    text = f"training failed{at} with {record.get('type')}: {record.get('error')}"
+    detail = record.get("detail")
+    if record.get("status") == "out_of_memory" and detail:
+        parts = []
+        if detail.get("batch_size"):
+            parts.append(f"batch size {detail['batch_size']}")
+        if detail.get("parameters") is not None:
+            parts.append(f"{detail['parameters']:,} parameters")
+        if detail.get("largest_layer"):
+            size = detail.get("largest_activation_mb")
+            mb = f" ({size} MB of float32 activations at that batch)" if size is not None else ""
+            parts.append(f"largest layer '{detail['largest_layer']}'{mb}")
+        text = f"training ran out of memory{at} ({', '.join(parts)}). Fixes: " + "; ".join(
+            detail.get("fixes", OOM_FIXES)) + "."
+    return text
+
+
 def fmt(value: float) -> str:
     """A short human form of a number for messages, e.g. `3.2e-05` or `0.82`."""
     if value is None:
@@ -215,5 +282,5 @@ def fmt(value: float) -> str:
     return f"{value:.3g}"
 
 
-__all__ = ["SEVERITIES", "SYMPTOMS", "Finding", "fmt", "from_strict_json", "plain", "severity_rank", "strict_json",
+__all__ = ["OOM_FIXES", "SEVERITIES", "SYMPTOMS", "Finding", "describe_failure", "event_record", "fmt", "from_strict_json", "plain", "severity_rank", "strict_json",
            "worst_severity"]

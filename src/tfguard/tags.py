@@ -155,11 +155,16 @@ INPUT_MEAN = "data/input_mean"
 INPUT_STD = "data/input_std"
 LABEL_MIN = "data/label_min"
 LABEL_MAX = "data/label_max"
+LABEL_ROW_SUM_MAX = "data/label_row_sum_max"  # rows of float targets: > 1 means multi-hot
 
 # -- the firewall ---------------------------------------------------------------
 GUARD_VIOLATIONS = "guard/violations"  # cumulative count
 GUARD_SKIPPED = "guard/skipped"  # cumulative count
 GUARD_EVENTS = "guard/events"  # text: one markdown line per violation
+GUARD_RECORDS = "guard/records"  # text: one JSON object per violation (the rules' evidence)
+
+# -- how the run ended ----------------------------------------------------------
+RUN_STATUS = "run/status"  # text: JSON {"status", "error", "type", "step", "detail"} when it failed
 
 # -- histograms -----------------------------------------------------------------
 

@@ -247,6 +247,13 @@ def buggy_loss_activation():
     return model, dict(x=x, y=y, validation_data=val, epochs=4, batch_size=32), {"from_logits": False}, None
 
 
+def buggy_learning_rate():
+    (x, y), val = digits()
+    model = _compile(_mlp(64, [64], 10, "softmax"), keras.optimizers.SGD(3.0),
+                     "sparse_categorical_crossentropy")
+    return model, dict(x=x, y=y, validation_data=val, epochs=4, batch_size=32), {"lr": 3.0}, None
+
+
 def buggy_unnormalized():
     (x, y), val = digits(scale=16.0)  # 0..256 raw "pixel" values
     model = _compile(_mlp(64, [64], 10, "softmax"), keras.optimizers.Adam(1e-3),
@@ -290,6 +297,7 @@ PROGRAMS = [
     Program("unnormalized_input", "unnormalized_input", buggy_unnormalized),
     Program("label_range", "label_range", buggy_label_range),
     Program("pipeline_order", "pipeline_order", buggy_pipeline_order),
+    Program("learning_rate", "learning_rate", buggy_learning_rate),
 ]
 
 STOCK = [

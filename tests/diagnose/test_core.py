@@ -11,7 +11,6 @@ from tfguard.diagnose import RULES, SYMPTOMS, Finding, Signals, Thresholds
 from tfguard.diagnose.signals import epochs_for
 from tfguard.errors import ContractError
 
-
 PUBLISHED = ("nonfinite", "exploding_gradient", "vanishing_gradient", "dead_relu",
              "saturated_activation", "oscillating_loss", "slow_convergence", "no_learning",
              "overfitting", "loss_activation_mismatch", "unnormalized_input", "label_range",

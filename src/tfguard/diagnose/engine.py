@@ -25,11 +25,13 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from tfguard import tags
+from tfguard.diagnose.causes import by_cause
 from tfguard.diagnose.finding import Finding, severity_rank
 from tfguard.diagnose.rules import RULES, Rule
 from tfguard.diagnose.signals import MissingSignals, Signals
 from tfguard.diagnose.thresholds import Thresholds
 from tfguard.errors import ContractError
+from tfguard.findings import describe_failure
 
 _LOWER_IS_BETTER = ("loss", "error", "mse", "mae", "mape", "msle", "crossentropy", "hinge",
                     "divergence", "poisson", "cosh")
@@ -56,6 +58,8 @@ class Diagnosis:
         source: `"tfguard"`, `"keras"`, `"live"` or `"memory"`.
         notes: remarks on the logs (damaged files, ...).
         signals: the signals diagnosed (for plots; not serialized).
+        status: how the run ended (`run_status`): completed, failed, out of
+            memory, aborted, or no evidence at all.
     """
 
     run: str
@@ -67,6 +71,14 @@ class Diagnosis:
     source: str = "memory"
     notes: list = dataclasses.field(default_factory=list)
     signals: Signals | None = dataclasses.field(default=None, repr=False, compare=False)
+    status: dict = dataclasses.field(default_factory=lambda: {"state": "completed",
+                                                              "text": "training completed"})
+
+    @property
+    def healthy(self) -> bool:
+        """True only for a completed run where the rules that ran found no warning or error."""
+        return self.status.get("state") == "completed" and all(
+            f.severity == "info" for f in self.findings)
 
     @property
     def ids(self) -> list[str]:
@@ -206,13 +218,28 @@ def diagnose(
             continue
         run.append(rule.id)
         findings.extend(found)
-    findings.sort(key=lambda f: (
-        -severity_rank(f.severity),
-        f.onset_step if f.onset_step is not None else 2**62,
-        f.onset_epoch if f.onset_epoch is not None else 2**62,
-    ))
     return Diagnosis(
-        run=signals.run, findings=findings, rules_run=run, rules_skipped=skipped,
+        run=signals.run, findings=by_cause(findings), rules_run=run, rules_skipped=skipped,
         hparams=dict(signals.hparams), metrics=metric_summary(signals), source=signals.source,
-        notes=list(signals.notes), signals=signals,
+        notes=list(signals.notes), signals=signals, status=run_status(signals, run),
     )
+
+
+def run_status(signals: Signals, rules_run: list) -> dict:
+    """How the run ended, as the reports state it before any finding.
+
+    `{"state", "text"}` with `state` one of `"completed"`, `"failed"`,
+    `"out_of_memory"`, `"aborted"` or `"no_evidence"` (nothing was logged
+    that a rule could read: never "healthy"), plus the failure record's
+    fields (`type`, `error`, `step`, `detail`) when training failed.
+    """
+    failure = signals.status
+    if failure:
+        state = failure.get("status") if failure.get("status") in (
+            "failed", "out_of_memory", "aborted") else "failed"
+        return {"state": state, "text": describe_failure(failure),
+                **{k: failure.get(k) for k in ("type", "error", "step", "detail") if k in failure}}
+    if not rules_run:
+        return {"state": "no_evidence",
+                "text": "no signal any rule can read was logged: nothing can be said about this run"}
+    return {"state": "completed", "text": "training completed"}

@@ -34,7 +34,7 @@ import keras
 
 from tfguard import tags
 from tfguard.diagnose.engine import Diagnosis, diagnose
-from tfguard.diagnose.finding import Finding
+from tfguard.diagnose.finding import Finding, severity_rank
 from tfguard.diagnose.recorder import SignalRecorder
 from tfguard.diagnose.rules import Rule
 from tfguard.diagnose.thresholds import Thresholds
@@ -142,9 +142,13 @@ class LiveDiagnosis(keras.callbacks.Callback):
                                   thresholds=self.thresholds)
         for finding in self.diagnosis.findings:
             if finding.key in self.reported_epoch:
-                continue
-            self.reported_epoch[finding.key] = epoch
-            self.findings.append(finding)
+                index = next(i for i, f in enumerate(self.findings) if f.key == finding.key)
+                if severity_rank(finding.severity) <= severity_rank(self.findings[index].severity):
+                    continue
+                self.findings[index] = finding  # a suspect that the symptoms now confirm
+            else:
+                self.reported_epoch[finding.key] = epoch
+                self.findings.append(finding)
             self.on_finding(finding)
             if self.stop_on_error and finding.severity == "error":
                 self.model.stop_training = True

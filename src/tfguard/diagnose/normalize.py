@@ -33,13 +33,13 @@ import numpy as np
 
 from tfguard import tags
 from tfguard.diagnose.signals import Series, Signals, epochs_for
+from tfguard.findings import event_record, from_strict_json
 
 #: Text tag where the static checks (tfguard.lint) may store their findings as JSON.
 CONFIG_LINT = tags.CONFIG_LINT
 
 _KERAS_RUNS = ("train", "validation")
-_TFGUARD_PREFIXES = ("train/", "val/", "batch/", "grad_norm/", "weight_norm/", "update_ratio/",
-                     "zero_grad_fraction/", "activation/", "data/", "guard/", "optimizer/")
+_TFGUARD_PREFIXES = tags.SCALAR_NAMESPACES
 
 
 def keras_tag(tag: str, subrun: str) -> str | None:
@@ -130,6 +130,23 @@ def _lint(texts: dict, extra) -> list:
     return items + list(extra or [])
 
 
+def _guard_events(texts: dict) -> list[dict]:
+    events = []
+    for _step, text in texts.get(tags.GUARD_RECORDS, []):
+        try:
+            record = json.loads(text)
+        except (TypeError, ValueError):
+            continue
+        if isinstance(record, dict):
+            events.append(event_record(from_strict_json(record)))
+    return events
+
+
+def _status(texts: dict) -> dict | None:
+    found = _last_json(texts, tags.RUN_STATUS)
+    return found if isinstance(found, dict) else None
+
+
 def tfguard_signals(run, *, name: str | None = None, lint=None) -> Signals:
     """Signals of one run written in tfguard's layout (tags unchanged).
 
@@ -156,6 +173,7 @@ def tfguard_signals(run, *, name: str | None = None, lint=None) -> Signals:
         run=name or run.name, scalars=scalars, histograms=_histograms(run), hparams=hparams,
         model=model if isinstance(model, dict) else None, lint=_lint(texts, lint), texts=texts,
         source="tfguard", epoch_end_steps=ends, notes=_notes(run), path=run.path,
+        guard_events=_guard_events(texts), status=_status(texts),
     )
 
 

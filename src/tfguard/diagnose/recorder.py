@@ -24,7 +24,8 @@ from collections.abc import Mapping
 import numpy as np
 
 from tfguard import tags
-from tfguard.diagnose.signals import Series, Signals, epochs_for, event_record
+from tfguard.diagnose.signals import Series, Signals, epochs_for
+from tfguard.findings import event_record
 
 
 class SignalRecorder:

@@ -9,6 +9,10 @@ field is never renamed or removed without bumping the version)::
         {
           "run": str,                      # the run's name
           "source": "tfguard" | "keras" | "live" | "memory",
+          "status": {"state": "completed" | "failed" | "out_of_memory" | "aborted" | "no_evidence",
+                     "text": str,           # one sentence, e.g. "training failed at step 3 with ..."
+                     "type": str, "error": str, "step": int | null, "detail": {...}},  # on failure
+          "healthy": bool,                 # completed, and no warning or error found
           "hparams": {name: str | number | bool},
           "metrics": {                     # per epoch-level tag
             "train/loss": {"final": number, "best": number | null,
@@ -23,8 +27,10 @@ field is never renamed or removed without bumping the version)::
              "evidence": {name: number},
              "suggestion": str,
              "onset_step": int | null,
-             "onset_epoch": int | null}, ...
-          ],                               # worst severity first, then by onset
+             "onset_epoch": int | null,
+             "cause": [id, where] | null}, ...  # the finding listed earlier that explains it
+          ],                               # root causes first (data, configuration), then
+                                           # the symptoms, worst first, then by onset
           "rules_run": [str],
           "rules_skipped": [{"id": str, "reason": str}],
           "notes": [str]
@@ -68,6 +74,8 @@ def run_to_json(diagnosis: Diagnosis) -> dict:
     return strict_json({
         "run": diagnosis.run,
         "source": diagnosis.source,
+        "status": dict(diagnosis.status),
+        "healthy": diagnosis.healthy,
         "hparams": dict(diagnosis.hparams),
         "metrics": dict(diagnosis.metrics),
         "symptoms": [f.to_dict() for f in diagnosis.findings],

@@ -31,16 +31,39 @@ from tfguard import tags
 NORMALIZING_LAYERS = frozenset(
     {"Rescaling", "Normalization", "BatchNormalization", "LayerNormalization", "GroupNormalization"}
 )
+#: Layer classes that take ids, strings or categories, whose scale means nothing.
+TOKEN_LAYERS = frozenset(
+    {"Embedding", "StringLookup", "IntegerLookup", "TextVectorization", "Hashing", "HashedCrossing",
+     "CategoryEncoding", "Discretization"}
+)
 
 #: Tag prefixes of per-layer series; the rest of the tag is the layer name.
 PER_LAYER = {
-    "grad_norm": "grad_norm/",
-    "weight_norm": "weight_norm/",
-    "update_ratio": "update_ratio/",
-    "zero_grad_fraction": "zero_grad_fraction/",
-    "dead_fraction": "activation/dead_fraction/",
-    "saturated_fraction": "activation/saturated_fraction/",
+    "grad_norm": tags.GRAD_NORM,
+    "weight_norm": tags.WEIGHT_NORM,
+    "update_ratio": tags.UPDATE_RATIO,
+    "zero_grad_fraction": tags.ZERO_GRAD_FRACTION,
+    "dead_fraction": tags.dead_fraction(""),
+    "saturated_fraction": tags.saturated_fraction(""),
 }
+
+
+def missing(signals: Signals, what: str, tags_named: str) -> str:
+    """Why a rule could not run, true to where the signals came from.
+
+    Example:
+
+    >>> missing(Signals(source="keras"), "gradient norms", "grad_norm/<layer>")
+    'no gradient norms (grad_norm/<layer>): the stock keras.callbacks.TensorBoard callback does not log them; log with tfguard.Logger'
+    """
+    if signals.source == "keras":
+        why = "the stock keras.callbacks.TensorBoard callback does not log them; log with tfguard.Logger"
+    elif signals.source in ("tfguard", "live"):
+        why = ("this run's log has none (the logger records them on its `scalars_every` schedule; "
+               "a run shorter than one period, or scalars_every=0, has none)")
+    else:
+        why = "they are not among the signals given"
+    return f"no {what} ({tags_named}): {why}"
 
 
 class MissingSignals(Exception):
@@ -109,36 +132,6 @@ def epochs_for(steps: np.ndarray, epoch_end_steps: np.ndarray | None) -> np.ndar
     return np.where(steps >= 0, epochs, -1).astype(np.int64)
 
 
-def event_record(event) -> dict:
-    """A firewall violation (`GuardEvent` or its JSON) as the evidence the rules read.
-
-    Example:
-
-    >>> event_record({"step": 3, "checkpoint": "data", "where": "y", "check": "labels",
-    ...               "counts": {"bad": 2}})["check"]
-    'labels'
-    """
-    get = event.get if isinstance(event, Mapping) else (lambda k, d=None: getattr(event, k, d))
-    failed = list(get("failed", []) or [])
-    check = get("check")
-    if check is None:
-        message = str(get("message", "") or "")
-        found = re.search(r"failed check '([^']+)'", message)
-        check = found.group(1) if found else "finite"
-    return {
-        "step": int(get("step", 0) or 0),
-        "batch": get("batch"),
-        "epoch": get("epoch"),
-        "checkpoint": str(get("checkpoint", "")),
-        "where": str(get("where", "")),
-        "check": str(check),
-        "counts": {str(k): float(v) for k, v in dict(get("counts", {}) or {}).items()
-                   if isinstance(v, (int, float))},
-        "failed": [str(f) for f in failed],
-        "action": str(get("action", "")),
-    }
-
-
 @dataclasses.dataclass
 class Signals:
     """The normalized signals of one run.
@@ -168,6 +161,8 @@ class Signals:
         guard_events: the firewall's violations as evidence (`event_record`
             dicts: step, batch, epoch, checkpoint, where, check, counts).
             Defaults to `[]`.
+        status: how training ended when it failed (`run/status`: `status`,
+            `type`, `error`, `step`, `detail`), or `None`. Defaults to `None`.
     """
 
     run: str = "run"
@@ -182,6 +177,7 @@ class Signals:
     notes: list = dataclasses.field(default_factory=list)
     path: str | None = None
     guard_events: list = dataclasses.field(default_factory=list)
+    status: dict | None = None
 
     # -- construction ----------------------------------------------------------
     @classmethod
@@ -303,11 +299,10 @@ class Signals:
         """Epoch-level metric names seen under `train/` or `val/` (e.g. `loss`, `accuracy`)."""
         names = []
         for tag in self.scalars:
-            for prefix in ("train/", "val/"):
-                if tag.startswith(prefix) and tag != tags.EPOCH:
-                    name = tag[len(prefix) :]
-                    if name not in names:
-                        names.append(name)
+            if tags.is_metric(tag):
+                name = tags.metric_name(tag)
+                if name not in names:
+                    names.append(name)
         return names
 
     def layer(self, name: str) -> dict | None:
@@ -320,12 +315,28 @@ class Signals:
         return None
 
     def normalizes_input(self) -> str | None:
-        """The name of a normalizing layer at the model's input, if any.
+        """The layer that puts the input on its scale inside the model, if the model has one.
 
-        Looks at the first three layers of the model description for a
-        `Rescaling`, `Normalization`, `BatchNormalization`, ... layer.
+        With the description's `inputs` (each input and the classes of the
+        layers that consume it): a name when every input goes first into a
+        normalizing layer (`Rescaling`, `Normalization`, ...) or a layer that
+        takes ids or strings (`Embedding`, `StringLookup`, ...), or is an
+        integer/string input of such a model. Without it (older logs), the
+        first three layers are looked at for a normalizing layer.
         """
-        for layer in (self.model or {}).get("layers", [])[:3]:
+        model = self.model or {}
+        inputs = model.get("inputs") or []
+        if inputs:
+            names = []
+            for item in inputs:
+                consumers = item.get("consumers") or []
+                handled = [c for c in consumers
+                           if c.get("class") in NORMALIZING_LAYERS | TOKEN_LAYERS]
+                if not consumers or len(handled) < len(consumers):
+                    return None
+                names.append(str(handled[0].get("name")))
+            return names[0] if names else None
+        for layer in model.get("layers", [])[:3]:
             if layer.get("class") in NORMALIZING_LAYERS:
                 return str(layer.get("name"))
         return None

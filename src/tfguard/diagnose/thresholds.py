@@ -126,6 +126,26 @@ class Thresholds:
             with probability 3 * 3**-16). Defaults to `0.8`.
         pipeline_min_batches: batches of label statistics needed before that
             rule may fire. tfguard: measured. Defaults to `6`.
+        lr_jump: a training loss that rises this many times above its first
+            observed value within the first epoch, or turns non-finite there,
+            diverges: the learning rate is far too high. tfguard: measured
+            (healthy runs stay below 2x; SGD with a 10x too large rate jumps
+            by orders of magnitude within tens of steps). Defaults to `10.0`.
+        update_ratio_max: a median per-step ||update|| / ||weights|| above this,
+            in any layer, means steps far too large. TheDeepChecker's upper
+            bound (1e-1); tfguard requires it over `persistence` observations.
+            Defaults to `0.1`.
+        update_ratio_min: a median ratio below this in every layer, while the
+            loss does not decrease, means steps far too small. TheDeepChecker's
+            lower bound is 1e-4; tfguard: measured (healthy Adam and SGD runs
+            stay above 1e-4 after their first steps), set lower to stay quiet
+            on converged runs. Defaults to `1e-6`.
+        lr_default_factor: a learning rate this many times above its
+            optimizer's Keras default (SGD 0.01, Adam and the others 0.001)
+            is far outside the usual range; it is reported when training
+            also shows a symptom such a rate produces (dead ReLUs, no
+            learning, oscillation, NaN). tfguard: measured (the healthy runs
+            tried use 1-10x their default). Defaults to `30.0`.
     """
 
     persistence: int = 3
@@ -156,6 +176,10 @@ class Thresholds:
     input_mean_max: float = 10.0
     pipeline_single_class: float = 0.8
     pipeline_min_batches: int = 6
+    lr_jump: float = 10.0
+    update_ratio_max: float = 0.1
+    update_ratio_min: float = 1e-6
+    lr_default_factor: float = 30.0
 
     @classmethod
     def resolve(cls, thresholds: Thresholds | Mapping | None) -> Thresholds:

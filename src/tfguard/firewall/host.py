@@ -160,6 +160,7 @@ class Host:
         inst = self.inst
         extra = logs.pop(OUTPUT_KEY, {})
         position = inst.next_batch()
+        inst.last_batch_size = _batch_size(data)
         plan = inst.plan
         if "iterations" in extra:
             step = int(extra["iterations"])
@@ -230,6 +231,16 @@ def _meaningful(scalars: dict, histograms: dict, moved: bool) -> tuple[dict, dic
     if not moved:
         histograms = {t: v for t, v in histograms.items() if not t.startswith(tags.hist_weights(""))}
     return scalars, histograms
+
+
+def _batch_size(data) -> int | None:
+    """The leading dimension of the batch's first input, when it is known on the host."""
+    try:
+        leaves = [t for t in tf.nest.flatten(data) if t is not None]
+        shape = getattr(leaves[0], "shape", None) if leaves else None
+        return int(shape[0]) if shape is not None and len(shape) and shape[0] is not None else None
+    except (TypeError, ValueError, AttributeError, IndexError):  # per-replica values: unknown here
+        return None
 
 
 def _numbers(logs) -> dict:

@@ -74,6 +74,7 @@ class Instrumentation(Counters):
         self.epoch: int | None = None
         self.epoch_batch: int | None = None
         self.in_graph_batch = False
+        self.last_batch_size: int | None = None
         self._tapped: list = []
         self._host: Host | None = None
         self._attached = False

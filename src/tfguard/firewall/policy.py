@@ -73,6 +73,7 @@ class GuardEvent:
         epoch_batch: the 0-based index of the batch in its epoch, or `None`.
         applied: whether the update was applied (only under `warn`).
         quarantine_error: why the batch could not be saved, if it could not.
+        check: the check that failed first (`finite`, `labels`, `range`, ...).
     """
 
     step: int
@@ -89,6 +90,7 @@ class GuardEvent:
     epoch_batch: int | None = None
     applied: bool = False
     quarantine_error: str | None = None
+    check: str = "finite"
 
     def __post_init__(self):
         if self.batch is None:
@@ -171,7 +173,7 @@ class Violation:
             message += f" Also failed: {', '.join(others[1:6])}{more}."
         event = GuardEvent(step, first.checkpoint, first.where, message, counts,
                            ACTIONS[config.policy], failed=others, batch=batch, epoch=epoch,
-                           epoch_batch=epoch_batch, applied=applied)
+                           epoch_batch=epoch_batch, applied=applied, check=first.check)
         if config.max_quarantined and inst.quarantined < config.max_quarantined:
             message = self._quarantine(event, data, message)
         event.message = message

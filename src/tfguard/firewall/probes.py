@@ -128,9 +128,9 @@ def _gradient_signals(model, variables, grads, scalars) -> None:
 def _input_signals(x, y, scalars) -> None:
     inputs = [t for _, t in leaves("x", x) if t.dtype.is_floating or t.dtype.is_integer]
     if inputs:
-        first, computed = inputs[0], {}
+        computed = {}
 
-        def moment(key):
+        def moment(key, first=inputs[0]):
             # The four thunks run in one graph: the moments are computed once there.
             if "moments" not in computed:
                 computed["moments"] = stats.moments(first)
@@ -143,6 +143,12 @@ def _input_signals(x, y, scalars) -> None:
     if targets:
         scalars[tags.LABEL_MIN] = lambda t=targets[0]: tf.reduce_min(tf.cast(t, tf.float32))
         scalars[tags.LABEL_MAX] = lambda t=targets[0]: tf.reduce_max(tf.cast(t, tf.float32))
+        target = targets[0]
+        if target.dtype.is_floating and target.shape.rank is not None and target.shape.rank >= 2 \
+                and (target.shape[-1] is None or target.shape[-1] > 1):
+            # one-hot rows sum to 1; multi-hot rows (a multi-label problem) to more
+            scalars[tags.LABEL_ROW_SUM_MAX] = lambda t=target: tf.reduce_max(
+                tf.reduce_sum(tf.cast(t, tf.float32), axis=-1))
 
 
 def _weight_signals(model, context: StepContext, scalars) -> None:

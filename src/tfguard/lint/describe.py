@@ -10,7 +10,8 @@ Shape of the result::
     {"name", "class", "input_shape", "output_units", "output_activation",
      "loss": {"name", "class", "from_logits"},
      "optimizer": {"class", "learning_rate"},
-     "layers": [{"name", "class", "activation", "units", "params"}]}
+     "layers": [{"name", "class", "activation", "units", "params"}],
+     "inputs": [{"name", "dtype", "consumers": [{"name", "class"}]}]}
 
 `output_activation_source` says how the activation was read (`"layer"`,
 `"probe"`, `"last_layer"` or `None`, see `tfguard.lint.heads`).
@@ -94,6 +95,52 @@ def describe_layer(layer) -> dict:
     }
 
 
+def _flat_inputs(layer) -> list:
+    """The KerasTensors a layer was first called on (empty when unknown)."""
+    try:
+        value = layer.input
+    except (AttributeError, ValueError):
+        return []
+    return [t for t in keras.tree.flatten(value) if t is not None]
+
+
+def describe_inputs(model) -> list[dict]:
+    """Each input of a Sequential or functional model, with the layers that consume it first.
+
+    `[{"name", "dtype", "consumers": [{"name", "class"}]}]`; a consumer that is
+    a nested model is described by its own first consumers. Empty for a
+    subclassed model (its graph is not known before it runs).
+
+    Example:
+
+    >>> import keras
+    >>> x = keras.Input((4,), name="age")
+    >>> m = keras.Model(x, keras.layers.Dense(1)(keras.layers.Normalization(name="norm")(x)))
+    >>> describe_inputs(m)[0]["consumers"]
+    [{'name': 'norm', 'class': 'Normalization'}]
+    """
+    try:
+        inputs = list(model.inputs or [])
+    except (AttributeError, ValueError):
+        return []
+    if not inputs:
+        return []
+    layers = [layer for layer in model.layers if type(layer).__name__ != "InputLayer"]
+    described = []
+    for tensor in inputs:
+        consumers = []
+        for layer in layers:
+            if any(t is tensor for t in _flat_inputs(layer)):
+                if isinstance(layer, keras.Model):
+                    nested = [c for item in describe_inputs(layer) for c in item["consumers"]]
+                    consumers.extend(nested or [{"name": layer.name, "class": type(layer).__name__}])
+                else:
+                    consumers.append({"name": layer.name, "class": type(layer).__name__})
+        described.append({"name": getattr(tensor, "name", None), "dtype": str(tensor.dtype),
+                          "consumers": consumers})
+    return described
+
+
 def describe_optimizer(optimizer) -> dict:
     """Describes an optimizer as `{"class", "learning_rate"}` (current value).
 
@@ -160,6 +207,7 @@ def describe_model(model) -> dict:
         "loss": losses[0].to_dict(),
         "optimizer": describe_optimizer(getattr(model, "optimizer", None)),
         "layers": [describe_layer(layer) for layer in leaf_layers(model)],
+        "inputs": describe_inputs(model),
     }
     if len(heads) > 1:
         description["outputs"] = [

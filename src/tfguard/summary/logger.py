@@ -73,6 +73,7 @@ True
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -86,13 +87,15 @@ from tfguard import tags
 from tfguard.distribute.multiworker import is_chief
 from tfguard.errors import ContractError, SummaryWriteError
 from tfguard.events.run import event_files, read_run
+from tfguard.findings import strict_json
 from tfguard.firewall import instrument, instrumentation_of
+from tfguard.lint.failure import failure_record
 from tfguard.summary import hparams as hparams_module
 from tfguard.summary import lifecycle, runinfo
 from tfguard.summary.images import looks_like_images, unit_images
 from tfguard.summary.projector import check_embedding_source, compute_embeddings, write_projector
 from tfguard.summary.rundir import run_dir
-from tfguard.summary.runinfo import guard_event_line, learning_rate
+from tfguard.summary.runinfo import guard_event_json, guard_event_line, learning_rate
 from tfguard.summary.writers import (
     DEFAULT_FILENAME_SUFFIX,
     DEFAULT_FLUSH_MILLIS,
@@ -284,6 +287,7 @@ class Logger(keras.callbacks.Callback):
         self._first_lint: str | None = None
         self._lint_written = False
         self._peek_wants = (False, False)
+        self._failure: dict | None = None
 
     # -- settings --------------------------------------------------------------
     @property
@@ -363,6 +367,7 @@ class Logger(keras.callbacks.Callback):
         if not is_chief(getattr(model, "distribute_strategy", None)):
             return  # only the chief writes; the step still computes the requested signals
         self._finished = False
+        self._failure = None
         self._training = True
         self._pending = {}
         self._perf_mark = None
@@ -470,7 +475,8 @@ class Logger(keras.callbacks.Callback):
     def _on_guard_event(self, event) -> None:
         if not (self._training and self.active):
             return
-        values = [text_value(tags.GUARD_EVENTS, guard_event_line(event)), *self._guard_counters()]
+        values = [text_value(tags.GUARD_EVENTS, guard_event_line(event)),
+                  text_value(tags.GUARD_RECORDS, guard_event_json(event)), *self._guard_counters()]
         self._pending.setdefault(int(event.step), []).extend(values)
         self._emit()
 
@@ -622,6 +628,9 @@ class Logger(keras.callbacks.Callback):
                     self._write_embeddings()
                 if not self._config_written:
                     self._write_experiment()
+                if self._failure is not None:
+                    self._writer.write(self._step, [text_value(tags.RUN_STATUS, json.dumps(
+                        strict_json(self._failure)))])
                 if self._session_started:
                     self._writer.write_summary(0, hparams_module.session_end_summary(status, time.time()))
         except SummaryWriteError:
@@ -642,6 +651,10 @@ class Logger(keras.callbacks.Callback):
 
     def _on_step_error(self, error: BaseException) -> None:
         status = "aborted" if isinstance(error, KeyboardInterrupt) else "failure"
+        inst = self._inst
+        self._failure = failure_record(
+            error, self.model, step=inst.host_step if inst is not None else self._step,
+            batch_size=getattr(inst, "last_batch_size", None))
         self._finish(status, quiet=True)
 
     def _on_signal(self, final: bool) -> None:

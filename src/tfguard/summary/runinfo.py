@@ -21,7 +21,7 @@ import json
 import keras
 import tensorflow as tf
 
-from tfguard.findings import strict_json
+from tfguard.findings import event_record, strict_json
 from tfguard.lint import describe_model, lint
 
 
@@ -133,4 +133,17 @@ def guard_event_line(event) -> str:
     return f"- step {event.step}, **{event.checkpoint}**: {where} ({event.action}). {message}"
 
 
-__all__ = ["guard_event_line", "learning_rate", "lint_json", "loss_name", "model_description", "run_config"]
+def guard_event_json(event) -> str:
+    """One firewall violation as the JSON the diagnosis reads back (`guard/records`).
+
+    Example:
+
+    >>> from tfguard.firewall import GuardEvent
+    >>> e = GuardEvent(3, "data", "y", "y at batch 3 failed check 'labels': 2 of 8 ...", {"bad": 2}, "skipped")
+    >>> json.loads(guard_event_json(e))["check"]
+    'labels'
+    """
+    return json.dumps(strict_json(event_record(event)))
+
+
+__all__ = ["guard_event_json", "guard_event_line", "learning_rate", "lint_json", "loss_name", "model_description", "run_config"]

@@ -24,6 +24,7 @@ from tfguard.diagnose.rules.loss_curve import (
     slow_convergence,
 )
 from tfguard.diagnose.rules.numeric import nonfinite
+from tfguard.diagnose.rules.optimizer import learning_rate
 
 RULES: dict[str, Rule] = {
     rule.id: rule
@@ -42,6 +43,8 @@ RULES: dict[str, Rule] = {
         Rule("unnormalized_input", unnormalized_input, "data/input_std, data/input_mean"),
         Rule("label_range", label_range, "data/label_min, data/label_max, config/model"),
         Rule("pipeline_order", pipeline_order, "config/lint or data/label_min, data/label_max"),
+        Rule("learning_rate", learning_rate, "batch/loss or train/loss, update_ratio/<layer>",
+             after_death=True),
     )
 }
 

@@ -27,11 +27,8 @@ import numpy as np
 from tfguard import tags
 from tfguard.diagnose.finding import Finding
 from tfguard.diagnose.rules.base import loss_kind, output_activation, output_units
-from tfguard.diagnose.signals import MissingSignals, Signals
+from tfguard.diagnose.signals import MissingSignals, Signals, missing
 from tfguard.diagnose.thresholds import Thresholds
-
-_NO_MODEL = ("no model description (text tag config/model): the stock Keras callback does not "
-             "log the loss or the output activation")
 
 _PROBABILITIES = {"softmax", "sigmoid"}
 _POSITIVE = {"relu", "relu6", "elu", "selu", "softplus", "exponential", "gelu", "silu", "swish"}
@@ -86,7 +83,7 @@ def loss_activation_mismatch(signals: Signals, thresholds: Thresholds) -> list[F
     """
     del thresholds
     if not signals.model:
-        raise MissingSignals(_NO_MODEL)
+        raise MissingSignals(missing(signals, "model description", "text tag config/model"))
     kind, logits = loss_kind(signals)
     act = output_activation(signals)
     if kind is None or act is None:
@@ -98,8 +95,25 @@ def loss_activation_mismatch(signals: Signals, thresholds: Thresholds) -> list[F
     evidence = {"output_units": units if units is not None else -1, "from_logits": int(logits)}
     if loss is not None and len(loss) >= 2 and np.isfinite(loss.values).all():
         evidence["loss_relative_drop"] = float(1 - loss.values.min() / max(loss.values[0], 1e-12))
-    name = ((signals.model or {}).get("loss") or {}).get("class") or kind
+    described = (signals.model or {}).get("loss") or {}
+    name = described.get("name") or described.get("class") or kind
     findings = []
+    rows = signals.series(tags.LABEL_ROW_SUM_MAX)
+    if rows is not None and act == "softmax" and kind in ("ce", "bce", "regression"):
+        finite = rows.values[np.isfinite(rows.values)]
+        if len(finite) and float(finite.max()) > 1.0 + 1e-3:
+            first = int(np.argmax(rows.values > 1.0 + 1e-3))
+            step, epoch = rows.at(first)
+            findings.append(Finding(
+                "loss_activation_mismatch", "error",
+                f"{name}: the targets are multi-hot (label rows sum to up to "
+                f"{float(finite.max()):.3g}) but the output is a softmax, whose rows always sum "
+                "to 1: it cannot score two labels at once.", where=where,
+                onset_step=step if step is not None else 0, onset_epoch=epoch if epoch is not None else 0,
+                evidence={**evidence, "label_row_sum_max": float(finite.max()), "code": "multi_hot_softmax"},
+                suggestion="For a multi-label problem use one sigmoid unit per label "
+                "(`activation='sigmoid'`) and binary cross-entropy.",
+            ))
     for severity, what, fix in _problems(kind, logits, act, units):
         findings.append(Finding(
             "loss_activation_mismatch", severity, f"{name}: {what}.", where=where,

@@ -36,11 +36,8 @@ import numpy as np
 from tfguard import tags
 from tfguard.diagnose.finding import Finding, fmt
 from tfguard.diagnose.rules.base import loss_kind, output_activation, output_units
-from tfguard.diagnose.signals import MissingSignals, Signals
+from tfguard.diagnose.signals import MissingSignals, Signals, missing
 from tfguard.diagnose.thresholds import Thresholds
-
-_NO_DATA = ("no batch statistics (data/input_*, data/label_*): the stock Keras callback does not "
-            "log them; log with tfguard's logger")
 
 #: Output activation -> the closed range of values it can produce.
 ACTIVATION_RANGE = {
@@ -72,7 +69,7 @@ def unnormalized_input(signals: Signals, thresholds: Thresholds) -> list[Finding
     std = signals.series(tags.INPUT_STD)
     mean = signals.series(tags.INPUT_MEAN)
     if std is None and mean is None:
-        raise MissingSignals(_NO_DATA)
+        raise MissingSignals(missing(signals, "batch statistics", "data/input_*, data/label_*"))
     if signals.normalizes_input():
         return []
     evidence, reasons, first = {}, [], []
@@ -121,9 +118,14 @@ def label_range(signals: Signals, thresholds: Thresholds) -> list[Finding]:
         MissingSignals: without label statistics or without a model description.
     """
     del thresholds
+    guarded = _from_guard_events(signals)
     lo, hi = signals.series(tags.LABEL_MIN), signals.series(tags.LABEL_MAX)
+    if (lo is None or hi is None) and guarded:
+        return guarded
     if lo is None or hi is None:
-        raise MissingSignals(_NO_DATA)
+        raise MissingSignals(missing(signals, "batch statistics", "data/input_*, data/label_*"))
+    if not signals.model and guarded:
+        return guarded
     if not signals.model:
         raise MissingSignals("no model description (config/model): the accepted label range "
                              "depends on the loss and the output layer")
@@ -155,7 +157,7 @@ def label_range(signals: Signals, thresholds: Thresholds) -> list[Finding]:
         return []
     non_integer = kind == "sparse_ce" and bool(np.any(np.mod(seen_values, 1) != 0))
     if not bad.any() and not non_integer:
-        return []
+        return guarded
     first = int(np.argmax(bad)) if bad.any() else 0
     step, epoch = ref.at(int(idx_map[first]))
     seen = (float(np.min(seen_values)), float(np.max(seen_values)))
@@ -180,6 +182,38 @@ def label_range(signals: Signals, thresholds: Thresholds) -> list[Finding]:
                   "accepted_max": accepted[1], "bad_batches": int(bad.sum()),
                   "batches": len(bad)},
         suggestion=fix,
+    )]
+
+
+def _from_guard_events(signals: Signals) -> list[Finding]:
+    """The firewall's own counts of labels it refused (its `labels`/`one_hot`/`probabilities` checks)."""
+    events = [e for e in signals.guard_events
+              if e.get("checkpoint") == "data" and e.get("check") in ("labels", "one_hot", "probabilities")]
+    if not events:
+        return []
+    first = events[0]
+    counts = first.get("counts") or {}
+    bad = counts.get("bad")
+    total = counts.get("total")
+    seen = ""
+    if "min" in counts and "max" in counts:
+        seen = f" (labels seen in [{fmt(counts['min'])}, {fmt(counts['max'])}])"
+    share = f"{int(bad)} of {int(total)} labels" if bad is not None and total else "labels"
+    layers = signals.layer_order()
+    evidence = {"guard_events": len(events), "check": first.get("check")}
+    evidence.update({k: v for k, v in counts.items() if isinstance(v, (int, float))})
+    step = first.get("step")
+    return [Finding(
+        "label_range", "error",
+        f"the firewall refused {len(events)} batch(es) whose labels fail its "
+        f"'{first.get('check')}' check: {share} out of range in the first{seen}.",
+        where=layers[-1] if layers else first.get("where"),
+        onset_step=step, onset_epoch=first.get("epoch") if first.get("epoch") is not None
+        else signals.epoch_of(step),
+        evidence=evidence,
+        suggestion=("Map the labels to 0..K-1 integers for sparse categorical cross-entropy over K "
+                    "units (fractional labels, e.g. class ids divided by 255, are not class ids), "
+                    "or give the output layer as many units as there are classes."),
     )]
 
 

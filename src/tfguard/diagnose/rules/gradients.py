@@ -33,13 +33,8 @@ import numpy as np
 from tfguard import tags
 from tfguard.diagnose.finding import Finding, fmt
 from tfguard.diagnose.rules.base import baseline, first_persistent, onset
-from tfguard.diagnose.signals import MissingSignals, Series, Signals
+from tfguard.diagnose.signals import MissingSignals, Series, Signals, missing
 from tfguard.diagnose.thresholds import Thresholds
-
-_NO_GRADS = (
-    "no gradient norms (grad_norm/<layer>): the stock keras.callbacks.TensorBoard logs "
-    "weights only; log with tfguard's logger or LiveDiagnosis on an instrumented model"
-)
 
 
 def _growth_onset(series: Series, thresholds: Thresholds, factor: float):
@@ -76,7 +71,7 @@ def exploding_gradient(signals: Signals, thresholds: Thresholds) -> list[Finding
     layers = signals.per_layer("grad_norm")
     glob = signals.series(tags.GLOBAL_GRAD_NORM)
     if not layers and glob is None:
-        raise MissingSignals(_NO_GRADS)
+        raise MissingSignals(missing(signals, "gradient norms", "grad_norm/<layer>"))
 
     hits = []
     for name, s in list(layers.items()) + ([("global", glob)] if glob is not None else []):
@@ -170,7 +165,7 @@ def vanishing_gradient(signals: Signals, thresholds: Thresholds) -> list[Finding
     """
     layers = signals.per_layer("grad_norm")
     if not layers:
-        raise MissingSignals(_NO_GRADS)
+        raise MissingSignals(missing(signals, "gradient norms", "grad_norm/<layer>"))
     if len(layers) < 2:
         raise MissingSignals("gradient norms of only one layer; the rule compares first and last")
     names = list(layers)

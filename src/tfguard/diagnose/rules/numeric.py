@@ -118,8 +118,12 @@ _NONFINITE_TEXT = re.compile(r"\b(nan|inf|non-finite|nonfinite)\b", re.IGNORECAS
 
 
 def _from_guard(signals: Signals) -> list[Finding]:
-    lines = [(step, text) for step, text in signals.texts.get(tags.GUARD_EVENTS, [])
-             if _NONFINITE_TEXT.search(text or "")]
+    if signals.guard_events:
+        lines = [(e["step"], e.get("where", "")) for e in signals.guard_events
+                 if e.get("check") == "finite"]
+    else:  # logs written before the structured records: the event lines
+        lines = [(step, text) for step, text in signals.texts.get(tags.GUARD_EVENTS, [])
+                 if _NONFINITE_TEXT.search(text or "")]
     if not lines:
         return []
     skipped = signals.series(tags.GUARD_SKIPPED)

@@ -1,0 +1,209 @@
+"""Rule `learning_rate`: a learning rate far too high (the loss jumps) or far too low (nothing moves).
+
+A diverging run is usually reported by its consequences: a NaN loss, dead
+ReLUs, no learning. The cause is often one number. tfguard names it when
+the evidence is direct:
+
+- *too high*: the training loss rises to `lr_jump` times its first value
+  within the first epoch, or turns non-finite there after climbing (to
+  `sqrt(lr_jump)` times its first value: a NaN out of nowhere is bad data or
+  a log(0), not a step size); or the per-step
+  update of some layer is larger than `update_ratio_max` of its weights
+  (TheDeepChecker's bound, 1e-1) for `persistence` observations in a row;
+- *too low*: in every layer the median update is below `update_ratio_min`
+  of the weights while the training loss does not decrease.
+
+The message names the optimizer and its learning rate, read from the model
+description or the logged `optimizer/learning_rate`.
+
+Example:
+
+>>> import numpy as np
+>>> from tfguard.diagnose import Signals, Thresholds
+>>> steps = np.arange(1, 9)
+>>> s = Signals.from_arrays({"batch/loss": (steps, [2.3, 2.5, 9.0, 80.0, 900.0, 1e4, np.nan, np.nan]),
+...                          "train/loss": ([8], [np.nan])},
+...                         model={"optimizer": {"class": "SGD", "learning_rate": 0.5}})
+>>> f = learning_rate(s, Thresholds())[0]
+>>> f.severity, f.evidence["direction"], "SGD's learning rate is 0.5" in f.message
+('error', 'high', True)
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+
+from tfguard import tags
+from tfguard.diagnose.rules.base import first_persistent
+from tfguard.diagnose.signals import MissingSignals, Series, Signals
+from tfguard.diagnose.thresholds import Thresholds
+from tfguard.findings import Finding, fmt
+
+#: Keras's default learning rate of each optimizer class (keras.optimizers, 3.x).
+KERAS_DEFAULT_RATES = {"SGD": 0.01, "Adam": 0.001, "AdamW": 0.001, "RMSprop": 0.001,
+                       "Nadam": 0.001, "Adamax": 0.001, "Adagrad": 0.001, "Adadelta": 0.001,
+                       "Adafactor": 0.001, "Ftrl": 0.001, "Lion": 0.001, "Lamb": 0.001,
+                       "Muon": 0.001}
+
+
+def optimizer_text(signals: Signals) -> tuple[str, float | None, str | None]:
+    """`("SGD's learning rate is 0.05", 0.05, "SGD")`, from the model description or the logged rate."""
+    described = (signals.model or {}).get("optimizer") or {}
+    name = described.get("class")
+    rate = described.get("learning_rate")
+    logged = signals.series(tags.LEARNING_RATE)
+    if rate is None and logged is not None and len(logged):
+        rate = float(logged.values[0])
+    if rate is None:
+        for key in ("learning_rate", "lr"):
+            if key in signals.hparams:
+                with contextlib.suppress(TypeError, ValueError):
+                    rate = float(signals.hparams[key])
+    owner = f"{name}'s learning rate" if name else "the learning rate"
+    return (f"{owner} is {fmt(rate)}" if rate is not None else owner), rate, name
+
+
+def _loss_series(signals: Signals) -> tuple[str, Series] | None:
+    for tag in (tags.batch("loss"), tags.train("loss")):
+        s = signals.series(tag)
+        if s is not None and len(s):
+            return tag, s
+    return None
+
+
+def _divergence(signals: Signals, thresholds: Thresholds):
+    """`(index, series, first, peak)` where the loss jumped within the first epoch, or `None`."""
+    found = _loss_series(signals)
+    if found is None:
+        return None
+    tag, s = found
+    first_epoch_end = signals.step_of_epoch(0)
+    if s.has_steps and first_epoch_end is not None:
+        window = np.flatnonzero((s.steps >= 0) & (s.steps <= first_epoch_end))
+    elif tag == tags.train("loss"):
+        window = np.arange(0)  # one point per epoch: no jump within the first epoch to see
+    else:
+        window = np.arange(len(s))
+    if len(window) < 2:
+        return None
+    values = s.values[window]
+    finite = np.isfinite(values)
+    if not finite[0]:
+        return None  # broken from the first step: the data or the model, not the step size
+    first = float(abs(values[0])) or 1e-12
+    with np.errstate(all="ignore"):
+        jumped = ~finite | (np.abs(values) > thresholds.lr_jump * first)
+    jumped[0] = False
+    hits = np.flatnonzero(jumped)
+    if not len(hits):
+        return None
+    if not finite[hits[0]]:
+        # a NaN out of nowhere is bad data or a log(0), not a step size: the loss must have
+        # been climbing first (a rate too high makes it grow for a few steps, then overflow)
+        before = np.abs(values[: hits[0]][finite[: hits[0]]])
+        if not len(before) or before.max() < np.sqrt(thresholds.lr_jump) * first:
+            return None
+    peak = float(np.nanmax(np.abs(np.where(finite, values, np.nan)))) if finite.any() else first
+    return int(window[hits[0]]), s, first, peak
+
+
+def _update_ratios(signals: Signals) -> dict[str, Series]:
+    return signals.per_layer("update_ratio")
+
+
+def learning_rate(signals: Signals, thresholds: Thresholds) -> list[Finding]:
+    """Reports a learning rate far too high or far too low (see the module docstring).
+
+    Returns:
+        At most one finding: an error when the loss diverged, else a warning.
+
+    Raises:
+        MissingSignals: without a loss curve and without update ratios.
+    """
+    ratios = _update_ratios(signals)
+    if _loss_series(signals) is None and not ratios:
+        raise MissingSignals("no loss curve and no update ratios (update_ratio/<layer>)")
+    owner, rate, name = optimizer_text(signals)
+    evidence: dict = {"learning_rate": rate if rate is not None else float("nan")}
+    if name:
+        evidence["optimizer"] = name
+    diverged = _divergence(signals, thresholds)
+    if diverged is not None:
+        index, s, first, peak = diverged
+        step, epoch = s.at(index)
+        value = float(s.values[index])
+        what = ("became non-finite" if not np.isfinite(value)
+                else f"rose to {fmt(value)}, {fmt(abs(value) / first)}x its first value")
+        evidence.update(direction="high", first_loss=first, peak_loss=peak, code="loss_jump")
+        return [Finding(
+            "learning_rate", "error",
+            f"the training loss {what} within the first epoch (from {fmt(first)}): {owner}, "
+            "far too high for this model and data.",
+            onset_step=step, onset_epoch=epoch if epoch is not None else 0, evidence=evidence,
+            suggestion=("Lower the learning rate (try 10x smaller), or add gradient clipping "
+                        "(`clipnorm=1.0`) while you look for the right rate."),
+        )]
+    big = []
+    for layer, s in ratios.items():
+        finite = np.isfinite(s.values)
+        start = first_persistent(finite & (s.values > thresholds.update_ratio_max),
+                                 thresholds.persistence)
+        if start is not None and np.median(s.values[finite]) > thresholds.update_ratio_max:
+            big.append((layer, s, start, float(np.median(s.values[finite]))))
+    if big:
+        layer, s, start, median = max(big, key=lambda b: b[3])
+        step, epoch = s.at(start)
+        evidence.update(direction="high", median_update_ratio=median, layer=layer,
+                        code="update_ratio")
+        return [Finding(
+            "learning_rate", "warning",
+            f"each step changes layer '{layer}' by {fmt(100 * median)}% of its weights "
+            f"(median update/weight ratio {fmt(median)} > {fmt(thresholds.update_ratio_max)}): "
+            f"{owner}, too high.",
+            where=layer, onset_step=step, onset_epoch=epoch, evidence=evidence,
+            suggestion="Lower the learning rate until updates are about 1e-3 of the weights.",
+        )]
+    default = KERAS_DEFAULT_RATES.get(name or "")
+    if rate is not None and default and rate > thresholds.lr_default_factor * default:
+        # a suspect, not a verdict: `by_cause` makes it a warning when a symptom it explains shows
+        evidence.update(direction="high", default_rate=default, times_default=rate / default,
+                        code="far_above_default", needs_symptom=1)
+        return [Finding(
+            "learning_rate", "info",
+            f"{owner}, {fmt(rate / default)}x Keras's default for {name} ({fmt(default)}).",
+            onset_step=0, onset_epoch=0, evidence=evidence,
+            suggestion=f"Try {name}'s default learning rate ({fmt(default)}), then tune from there.",
+        )]
+    return _too_low(signals, thresholds, ratios, owner, evidence)
+
+
+def _too_low(signals, thresholds, ratios, owner, evidence) -> list[Finding]:
+    if not ratios:
+        return []
+    medians = {}
+    for layer, s in ratios.items():
+        finite = s.values[np.isfinite(s.values)]
+        if len(finite) >= thresholds.persistence:
+            medians[layer] = float(np.median(finite))
+    if not medians or max(medians.values()) >= thresholds.update_ratio_min:
+        return []
+    loss = signals.series(tags.train("loss"))
+    if loss is None or len(loss) < 2 or not np.isfinite(loss.values).all():
+        return []
+    drop = 1 - float(loss.values.min()) / max(float(loss.values[0]), 1e-12)
+    if drop > thresholds.nl_min_drop:
+        return []
+    evidence.update(direction="low", max_median_update_ratio=max(medians.values()), code="tiny_updates",
+                    loss_relative_drop=drop)
+    return [Finding(
+        "learning_rate", "warning",
+        f"every step changes the weights by less than {fmt(thresholds.update_ratio_min)} of their "
+        f"size and the loss does not fall: {owner}, far too low.",
+        onset_step=0, onset_epoch=0, evidence=evidence,
+        suggestion="Raise the learning rate (Adam's default 1e-3 is a good start).",
+    )]
+
+
+__all__ = ["learning_rate", "optimizer_text"]
