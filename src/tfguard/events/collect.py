@@ -1,9 +1,11 @@
 """Accumulate the records of one run's event files into per-tag series.
 
-`Collector` is the hot loop of the reader. Records come in batches; a batch of
-scalar (and histogram) records is parsed in one protobuf call into columns
-(`tfguard.events.columns`) and its float32 scalars are decoded with numpy,
-with no Python object per record. Every other record (a text, an image,
+`Collector` is the hot loop of the reader. A run of same-length scalar
+records (a `tfguard.events.blocks.Block`) is decoded with numpy from the
+layout of its first record (`tfguard.events.template`), with no Python object
+per record. Other records come in batches; a batch of scalar (and histogram)
+records is parsed in one protobuf call into columns
+(`tfguard.events.columns`) and its float32 scalars are decoded with numpy. Every other record (a text, an image,
 hparams, a TF1 value, a new tag, a step 0) is parsed on its own as a
 TensorBoard `Event` proto. A tag's kind is fixed by its first value that
 tells it (its plugin name, or the TF1 field), as TensorBoard does.
@@ -39,9 +41,11 @@ import numpy as np
 from tensorboard.compat.proto import event_pb2
 
 from tfguard.events import decode
+from tfguard.events.blocks import Block
 from tfguard.events.columns import aligned_columns
 from tfguard.events.records import Damage
 from tfguard.events.selection import Selection
+from tfguard.events.template import ScalarTemplate, factorize
 from tfguard.events.values import HistogramPoint, ImageInfo
 
 __all__ = ["Collector"]
@@ -187,6 +191,48 @@ class Collector:
             ):
                 self._add_events(path, batch_offsets, batch)
 
+    def add_block(self, path: str, block: Block) -> None:
+        """Decode a run of same-length records (see `tfguard.events.blocks`).
+
+        The leading records that match the layout of the first one, with a
+        tag already known as a float32 scalar, are decoded with numpy; the
+        others go through `add`, in file order.
+
+        Args:
+            path: the event file, for damage reports.
+            block: the records, as `tfguard.events.records.iter_record_blocks` yields them.
+        """
+        rows = block.rows
+        if not len(rows):
+            return
+        template = ScalarTemplate.learn(rows[0].tobytes()) if self._needles is None else None
+        matched = template.match(rows) if template is not None else 0
+        if matched:
+            head = rows[:matched]
+            steps, walls, values, tags = template.decode(head)
+            unique, inverse = factorize(tags)
+            known = np.array([self._codes.get(t, _UNKNOWN) for t in unique], np.int64)
+            codes = known[inverse]
+            fast = np.flatnonzero(codes >= 0)
+            if fast.size:
+                self._extend(codes[fast], steps[fast], walls[fast], values[fast])
+            if fast.size < matched:  # tags seen for the first time, or not scalars
+                slow = np.flatnonzero(codes == _UNKNOWN)
+                self.add(path, block.offsets[slow].tolist(), [row.tobytes() for row in head[slow]])
+        if matched < len(rows):
+            rest = rows[matched:]
+            self.add(path, block.offsets[matched:].tolist(), [row.tobytes() for row in rest])
+
+    def _extend(self, codes: np.ndarray, steps: np.ndarray, walls: np.ndarray,
+                values: np.ndarray) -> None:
+        """Appends points to the fast scalar series of `codes`, in order within each."""
+        order = np.argsort(codes, kind="stable")
+        sorted_codes = codes[order]
+        bounds = np.flatnonzero(sorted_codes[1:] != sorted_codes[:-1]) + 1
+        for group in np.split(order, bounds):
+            series = self._fast[int(codes[group[0]])]
+            series.extend(steps[group], walls[group], values[group])
+
     def _add_columns(self, path: str, offsets: list[int], batch: list[bytes]) -> bool:
         """Take a batch through the columnar path; `False` if it cannot."""
         columns = aligned_columns(batch)
@@ -211,13 +257,7 @@ class Collector:
             values = np.frombuffer(blob, dtype="<f4").astype(np.float64)
             steps = np.asarray(columns.steps, dtype=np.int64)[rows]
             walls = np.asarray(columns.wall_times, dtype=np.float64)[rows]
-            row_codes = codes[rows]
-            order = np.argsort(row_codes, kind="stable")
-            sorted_codes = row_codes[order]
-            bounds = np.flatnonzero(sorted_codes[1:] != sorted_codes[:-1]) + 1
-            for group in np.split(order, bounds):
-                series = self._fast[int(row_codes[group[0]])]
-                series.extend(steps[group], walls[group], values[group])
+            self._extend(codes[rows], steps, walls, values)
         if bool(slow.any()):
             rows = np.flatnonzero(slow).tolist()
             self._add_events(path, [offsets[i] for i in rows], [batch[i] for i in rows])

@@ -30,9 +30,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tfguard.errors import EventFileError
+from tfguard.events.blocks import Block
 from tfguard.events.collect import Collector
 from tfguard.events.decode import KINDS
-from tfguard.events.records import Damage, iter_records
+from tfguard.events.records import Damage, iter_record_blocks
 from tfguard.events.selection import Selection
 from tfguard.events.values import HistogramPoint, ImageInfo
 
@@ -63,7 +64,8 @@ class Run:
         hparams_session: the run's hparams session: `group_name`,
             `start_time_secs`, and once ended `status` (e.g. `"STATUS_SUCCESS"`)
             and `end_time_secs`. Defaults to `{}`.
-        damage: every bad spot found in the files. Defaults to `[]`.
+        damage: every bad spot found in the files, file by file in reading
+            order, by offset within a file. Defaults to `[]`.
         files: the event files read, in reading order. Defaults to `[]`.
     """
 
@@ -191,6 +193,11 @@ def _read(run_dir: str, selection: Selection, name: str | None) -> Run:
     damage: list[Damage] = []
     collector = Collector(selection, damage)
     for path in files:
-        for offsets, datas in iter_records(path, damage):
-            collector.add(path, offsets, datas)
+        first = len(damage)
+        for item in iter_record_blocks(path, damage):
+            if isinstance(item, Block):
+                collector.add_block(path, item)
+            else:
+                collector.add(path, *item)
+        damage[first:] = sorted(damage[first:], key=lambda d: d.offset)  # in file order
     return Run(name=name, path=run_dir, damage=damage, files=files, **collector.finish())
