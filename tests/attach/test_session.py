@@ -59,8 +59,10 @@ def test_each_fit_is_guarded_once_diagnosed_and_the_model_put_back(tmp_path, xy)
     assert guard_1 is guard_2 and guard_1.policy == "skip"  # guarded once
     assert live_1 == live_2 == 1
     assert sorted(first.history) == ["loss"]  # the guard's counters are hidden
-    assert [f.run for f in session.fits] == ["net-fit1", "net-fit2"]
-    assert [d.run for d in session.diagnoses] == ["net-fit1", "net-fit2"]
+    # the fits of one model are one training history: one run, one diagnosis of all 3 epochs
+    assert [f.run for f in session.fits] == ["net-fit1", "net-fit1"]
+    assert [d.run for d in session.diagnoses] == ["net-fit1"]
+    assert len(session.diagnoses[0].signals.epoch_end_steps) == 3
     assert instrumentation_of(model) is None  # released: the model is as it was
     assert "guard_violations" not in model.fit(*xy, verbose=0).history
 
@@ -109,3 +111,33 @@ def test_an_invalid_policy_is_refused_before_anything_is_patched():
     with pytest.raises(ContractError, match="policy"):
         attached(policy="ignore")
     assert keras.Model.fit is before
+
+
+def test_a_fit_in_a_loop_is_one_story_long_enough_to_diagnose(tmp_path, xy):
+    model = small_model("looped")
+    x, y = xy
+    with attached(logdir=tmp_path) as session:
+        for _ in range(6):
+            model.fit(x, y, epochs=1, batch_size=16, verbose=0)
+    (diagnosis,) = session.diagnoses
+    steps = diagnosis.signals.epoch_end_steps.tolist()
+    assert len(steps) == 6 and steps == sorted(steps) and steps[0] > 0  # steps continue
+    assert "no_learning" in diagnosis.rules_run  # 6 epochs: enough for the curve rules
+    runs = sorted(p.name for p in tmp_path.iterdir() if p.is_dir() and p.name != "quarantine")
+    assert runs == ["looped-fit1"]
+
+
+def test_a_crashed_fit_is_reported_as_such_never_healthy(tmp_path, xy):
+    model = small_model("crashy")
+
+    class Boom(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if batch == 2:
+                raise RuntimeError("the data loader died")
+
+    with attached(logdir=tmp_path, logger=False) as session:
+        with pytest.raises(RuntimeError):
+            model.fit(*xy, epochs=2, batch_size=8, verbose=0, callbacks=[Boom()])
+    (diagnosis,) = session.diagnoses
+    assert diagnosis.status["state"] == "failed" and not diagnosis.healthy
+    assert diagnosis.status["type"] == "RuntimeError" and "data loader died" in diagnosis.status["text"]

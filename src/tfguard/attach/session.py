@@ -70,6 +70,7 @@ from tfguard.firewall import (
 )
 from tfguard.firewall.config import enabled_by_environment
 from tfguard.firewall.host import EpochTracker
+from tfguard.lint.failure import failure_record
 from tfguard.summary import Logger
 
 DEFAULT_LOGDIR = os.path.join("runs", "attached")
@@ -113,6 +114,10 @@ class _ModelState:
     created: bool
     previous_guard: GuardConfig | None
     guarded: bool = False
+    run: str | None = None  # one run per model: its fits continue one training history
+    run_dir: str | None = None
+    live: object = None  # the session's LiveDiagnosis of this model, kept across its fits
+    logger: object = None  # the session's Logger of this model, kept across its fits
 
 
 def _unique_dir(root: str, name: str) -> str:
@@ -197,14 +202,21 @@ class AttachSession:
         self._running: set[int] = set()
         self._current_model = None
         self._gating = False
+        self._errors: dict[int, BaseException] = {}
+        self._batch_size = None
         self._warnings = None
         self._open = False
 
     # -- results ------------------------------------------------------------------
     @property
     def diagnoses(self) -> list[Diagnosis]:
-        """One `Diagnosis` per fit call, in call order."""
-        return [f.diagnosis for f in self.fits if f.diagnosis is not None]
+        """One `Diagnosis` per run (a model's fits are one run): its last, whole-history one."""
+        last: dict[str, Diagnosis] = {}
+        for fit in self.fits:
+            if fit.diagnosis is not None:
+                last.pop(fit.run, None)
+                last[fit.run] = fit.diagnosis
+        return list(last.values())
 
     @property
     def guard_events(self) -> list[tuple[str, object]]:
@@ -308,18 +320,22 @@ class AttachSession:
             return original(model, *args, **kwargs)
         record = FitRecord(run="", model=str(getattr(model, "name", "model")),
                            index=len(self.fits) + 1)
-        run_dir = _unique_dir(self.logdir, run_name(model, record.index)) if self.logger else None
-        record.run = os.path.basename(run_dir) if run_dir else run_name(model, record.index)
+        state = self._prepare(model, record)
+        if state.run is None:  # the model's first fit names its run; later fits continue it
+            state.run_dir = (_unique_dir(self.logdir, run_name(model, record.index))
+                             if self.logger else None)
+            state.run = os.path.basename(state.run_dir) if state.run_dir else run_name(model, record.index)
+        record.run = state.run
+        run_dir = state.run_dir
         self.fits.append(record)
 
-        state = self._prepare(model, record)
         inst = instrument(model)
         record.guarded = inst.guard is not None
         first_event = len(inst.events)
         hparams = {**self.hparams, **fit_hparams(model, bound.arguments)}
         self._current_model = model
         callbacks, live, own_live, logger = self._callbacks(
-            record, bound.arguments.get("callbacks"), hparams, run_dir, hide=state.guarded)
+            record, bound.arguments.get("callbacks"), hparams, run_dir, state)
         if callbacks is not None:
             bound.arguments["callbacks"] = callbacks
         listener = self._event_listener(record)
@@ -329,6 +345,8 @@ class AttachSession:
             return original(*bound.args, **bound.kwargs)
         except BaseException as error:
             record.error = f"{type(error).__name__}: {error}"
+            self._errors[record.index] = error
+            self._batch_size = bound.arguments.get("batch_size")
             raise
         finally:
             self._running.discard(id(model))
@@ -369,9 +387,15 @@ class AttachSession:
         elif state.guarded:
             inst.set_guard(state.previous_guard)
 
-    def _callbacks(self, record: FitRecord, given, hparams: dict, run_dir: str | None, *,
-                   hide: bool):
-        """The callbacks to pass to `fit`, the `LiveDiagnosis` in use, and whether it is ours."""
+    def _callbacks(self, record: FitRecord, given, hparams: dict, run_dir: str | None,
+                   state: _ModelState):
+        """The callbacks to pass to `fit`, the `LiveDiagnosis` in use, and whether it is ours.
+
+        The session's own live diagnosis and logger of a model are kept across
+        its fits: a script that calls `fit(epochs=1)` in a loop gets one
+        training history (steps and epochs continue), long enough to diagnose.
+        """
+        hide = state.guarded
         callbacks = user_callbacks(given)
         if callbacks is None:
             record.notes.append("callbacks were passed as a keras.callbacks.CallbackList: "
@@ -386,17 +410,23 @@ class AttachSession:
         live = next((c for c in callbacks if isinstance(c, LiveDiagnosis)), None)
         own_live = live is None
         if own_live:
-            live = LiveDiagnosis(run=record.run, hparams=hparams,
-                                 on_finding=self._finding_announcer(record))
+            if state.live is None:
+                state.live = LiveDiagnosis(run=record.run, hparams=hparams,
+                                           on_finding=self._finding_announcer(record))
+            live = state.live
             callbacks.append(live)
         logger = None
         if self.logger:
             logger = next((c for c in callbacks if isinstance(c, Logger)), None)
             if logger is not None:
                 record.notes.append("the script passed its own tfguard Logger; it was used as is")
+            elif state.logger is not None:
+                logger = state.logger
+                callbacks.append(logger)
+                record.run_dir = run_dir
             else:
                 try:  # the session names the run: the logger writes into run_dir itself
-                    logger = Logger(run_dir, hparams=hparams, run_subdir=False)
+                    logger = state.logger = Logger(run_dir, hparams=hparams, run_subdir=False)
                 except (TypeError, ValueError, TfguardError) as error:
                     record.notes.append(f"the logger could not be created: {error}")
                 else:
@@ -409,10 +439,23 @@ class AttachSession:
             return None
         try:
             signals = dataclasses.replace(live.recorder.signals(), run=record.run)
+            if record.error is not None and signals.status is None:
+                signals = dataclasses.replace(signals, status=self._failure(record))
             return diagnose(signals, rules=live.rules, thresholds=live.thresholds)
         except Exception as error:  # the script's result must not depend on the diagnosis
             record.notes.append(f"the diagnosis failed: {type(error).__name__}: {error}")
             return None
+
+    def _failure(self, record: FitRecord) -> dict:
+        state = next((s for s in self._models.values() if s.run == record.run), None)
+        inst = instrumentation_of(state.model) if state is not None else None
+        error = self._errors.get(record.index)
+        if error is None:
+            return {"status": "failed", "type": record.error.split(":")[0],
+                    "error": record.error, "step": None}
+        return failure_record(error, state.model if state is not None else None,
+                              step=inst.host_step if inst is not None else None,
+                              batch_size=getattr(inst, "last_batch_size", None) or self._batch_size)
 
     # -- progress lines -------------------------------------------------------------------
     def _say(self, line: str) -> None:

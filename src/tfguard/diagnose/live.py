@@ -104,6 +104,7 @@ class LiveDiagnosis(keras.callbacks.Callback):
         self.reported_epoch: dict[tuple, int] = {}
         self.diagnosis: Diagnosis | None = None
         self._inst = None
+        self._next_epoch = 0
 
     # -- wiring ------------------------------------------------------------------
     def set_model(self, model):
@@ -137,6 +138,9 @@ class LiveDiagnosis(keras.callbacks.Callback):
             self.model.make_train_function()
 
     def on_epoch_end(self, epoch, logs=None):
+        # fits of one model continue one history: fit(epochs=1) in a loop is epoch 0, 1, 2, ...
+        epoch = max(int(epoch), self._next_epoch)
+        self._next_epoch = epoch + 1
         self.recorder.end_epoch(epoch, self._step(), logs)
         self.diagnosis = diagnose(self.recorder.signals(), rules=self.rules,
                                   thresholds=self.thresholds)

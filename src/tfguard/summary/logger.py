@@ -288,6 +288,7 @@ class Logger(keras.callbacks.Callback):
         self._lint_written = False
         self._peek_wants = (False, False)
         self._failure: dict | None = None
+        self._next_epoch = 0
 
     # -- settings --------------------------------------------------------------
     @property
@@ -414,6 +415,8 @@ class Logger(keras.callbacks.Callback):
     def _epoch_end(self, epoch, logs):
         self._first_batch_values()
         self._step = step = self._read_step()
+        epoch = max(int(epoch), self._next_epoch)  # fits of one model continue one history
+        self._next_epoch = epoch + 1
         values = [scalar_value(tags.EPOCH, epoch)]
         for key, value in _numbers(logs):
             tag = tags.from_keras_log(key)
