@@ -3,6 +3,11 @@
 A fast, streaming, damage-tolerant reader of tfevents files. It reads the
 TFRecord framing itself (CRC32C-checked, in bounded chunks), decodes events
 with TensorBoard's own protos, and keeps only the tags and kinds asked for.
+Runs of same-length scalar records are framed and decoded with numpy
+(`blocks`, `template`). Whatever a file holds, memory stays within a chunk
+plus one record of at most `records.MAX_RECORD_BYTES`, nothing raises, and
+every bad spot is a `Damage` (file, offset, what was wrong, and its kind:
+a cut tail, or data lost). It never imports TensorFlow.
 
 Example:
 
