@@ -72,8 +72,8 @@ def finite_flags(checkpoint: str, named: dict) -> list[Flag]:
     return [Flag(Slot(checkpoint, where, "finite"), tensor=t) for where, t in named.items()]
 
 
-def finite_ok(tensors: list[tf.Tensor]) -> tf.Tensor:
-    """Per tensor, whether every value is finite: a bool vector.
+def finite_ok(tensors: list[tf.Tensor], counts=None):
+    """Per tensor, whether every value is finite: a bool vector (and, with `counts`, the counts).
 
     A good step costs one sum per tensor: a finite sum of every tensor
     means every value is finite. Only when a sum is not finite (a NaN or
@@ -84,14 +84,33 @@ def finite_ok(tensors: list[tf.Tensor]) -> tf.Tensor:
 
     >>> finite_ok([tf.constant([1.0, 2.0]), tf.constant([3e38, 3e38]), tf.constant([float("nan")])]).numpy()
     array([ True,  True, False])
+
+    Args:
+        tensors: float tensors.
+        counts: a function building a `[n, 4]` tensor of counts, computed
+            in the same failure branch (zeros on a good step). Defaults to
+            `None` (flags only).
+
+    Returns:
+        The flags, or `(flags, counts)` when `counts` is given.
     """
+    n = len(tensors)
     sums = tf.stack([tf.reduce_sum(tf.cast(t, tf.float32)) for t in tensors])
 
     def exact():
-        return tf.stack([tf.reduce_all(tf.math.is_finite(t)) for t in tensors])
+        flat = [tf.reshape(t, [-1]) for t in tensors]
+        sizes = tf.stack([tf.size(t) for t in flat])
+        finite = tf.concat([tf.math.is_finite(t) for t in flat], axis=0)
+        segments = tf.repeat(tf.range(n), sizes)
+        bad = tf.math.unsorted_segment_sum(tf.cast(~finite, tf.int32), segments, n)
+        flags = tf.equal(bad, 0)
+        return flags if counts is None else (flags, counts())
 
-    return tf.cond(tf.reduce_all(tf.math.is_finite(sums)),
-                   lambda: tf.ones([len(tensors)], tf.bool), exact)
+    def good():
+        flags = tf.ones([n], tf.bool)
+        return flags if counts is None else (flags, tf.zeros([n, 4]))
+
+    return tf.cond(tf.reduce_all(tf.math.is_finite(sums)), good, exact)
 
 
 def data(contract: Contract, x, y, sample_weight, *, counted: bool) -> list[Flag]:

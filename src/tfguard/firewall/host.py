@@ -44,7 +44,7 @@ import tensorflow as tf
 from tfguard import tags
 from tfguard.firewall.probes import NO_RATIO
 from tfguard.firewall.record import StepRecord, freeze
-from tfguard.firewall.step import LOGS_KEY, OUTPUT_KEY
+from tfguard.firewall.step import HISTOGRAMS, LOGS_KEY, OUTPUT_KEY, RECORDING
 
 
 class EpochTracker(keras.callbacks.Callback):
@@ -145,14 +145,18 @@ class Host:
         return train_function
 
     def _call(self, kinds: frozenset, argument):
+        """Runs the plain trace, or the recording trace (telling it whether histograms are due)."""
         inst = self.inst
-        function = self.function(kinds)
-        inst.tracing_kinds = kinds
+        key = RECORDING if kinds else frozenset()
+        if kinds:
+            inst.set_histograms_due(HISTOGRAMS in kinds)
+        function = self.function(key)
+        inst.tracing_kinds = key
         try:
             logs = function(argument)
         finally:
             inst.tracing_kinds = frozenset()
-        inst.plan = inst.plans.get(kinds, inst.plan)
+        inst.plan = inst.plans.get(key, inst.plan)
         return logs
 
     def after_step(self, data, logs: dict, kinds: frozenset, start: int) -> dict:
@@ -187,7 +191,7 @@ class Host:
         if "signals" in extra:
             values = np.asarray(extra["signals"], np.float64).tolist()
             scalars = dict(zip(plan.scalar_keys, values))
-        if "histograms" in extra:
+        if "histograms" in extra and HISTOGRAMS in kinds:
             stacked = np.asarray(extra["histograms"], np.float64)
             histograms = dict(zip(plan.histogram_keys, stacked))
         scalars, histograms = _meaningful(scalars, histograms, moved)

@@ -31,6 +31,7 @@ import weakref
 from collections.abc import Callable
 
 import keras
+import tensorflow as tf
 
 from tfguard.distribute.keras_20585 import enable_multi_worker
 from tfguard.distribute.multiworker import COMPLETED_STEP
@@ -75,6 +76,8 @@ class Instrumentation(Counters):
         self.epoch_batch: int | None = None
         self.in_graph_batch = False
         self.last_batch_size: int | None = None
+        self.histogram_flag = None  # a bool variable: whether the recording trace computes histograms
+        self._histograms_due = None
         self._tapped: list = []
         self._host: Host | None = None
         self._attached = False
@@ -102,7 +105,13 @@ class Instrumentation(Counters):
         self._update_wanted()
 
     def _update_wanted(self) -> None:
-        wanted = probes.Wanted(weights=self.bus.weights, histograms=self.bus.histogram_kinds)
+        """Retraces only when a subscriber asks for more than the traces compute.
+
+        A listener that leaves (a logger at the end of `fit`) does not retrace:
+        the next `fit` of the same model (a `fit` in a loop) reuses every trace.
+        """
+        wanted = probes.Wanted(weights=self.bus.weights or self.wanted.weights,
+                               histograms=self.bus.histogram_kinds | self.wanted.histograms)
         if wanted != self.wanted:
             self.wanted = wanted
             self._retrace()
@@ -188,10 +197,24 @@ class Instrumentation(Counters):
                 self.coverage.append(note)
                 warnings.warn(f"tfguard: {note}.", GuardWarning, stacklevel=2)
 
+    def set_histograms_due(self, due: bool) -> None:
+        """Tells the recording trace whether this step computes histograms (assigned on change)."""
+        self._ensure_flag()
+        if due != self._histograms_due:
+            self.histogram_flag.assign(due)
+            self._histograms_due = due
+
+    def _ensure_flag(self) -> None:
+        if self.histogram_flag is None:
+            with tf.init_scope():
+                self.histogram_flag = tf.Variable(False, trainable=False, name="tfguard_histograms_due")
+            self._histograms_due = False
+
     def prepare(self) -> None:
         """Host-side set-up before a trace: the contract, the taps, the optimizer door."""
         model = self.model
         context.install()
+        self._ensure_flag()
         if self.guard is not None and self.contract is None and self.guard.data is not None:
             self.contract = infer_contract(model) if self.guard.data == "infer" else self.guard.data
         want_taps = self.guard is not None or self.bus.wants_signals

@@ -7,7 +7,8 @@ and update ratios, dead/saturated fractions, input and label statistics
 and histograms are read off tensors the step has anyway.
 
 `build` returns two ordered maps, scalar tag -> thunk and histogram tag ->
-thunk, that the step stacks into one tensor each.
+tensor; the step stacks the scalars into one tensor and buckets the
+histograms in one pass (`histograms_of`).
 
 Example:
 
@@ -63,10 +64,13 @@ def layer_key(variable, model_name: str) -> str:
 
 def build(model: keras.Model, context: StepContext, records: list, x, y, wanted: Wanted,
           histograms: bool) -> tuple[dict, dict]:
-    """`tag -> thunk` for scalars and, when `histograms`, for histograms."""
+    """`tag -> thunk` for scalars and, when `histograms`, `tag -> tensor or variable` to bucket.
+
+    The histograms are bucketed together by `histograms_of` (one pass over
+    all of them), inside the branch that runs only on histogram steps.
+    """
     scalars: dict = {}
     hists: dict = {}
-    xla = bool(getattr(model, "jit_compile", False))
     variables, grads = _gradients(context)
     _gradient_signals(model, variables, grads, scalars)
     _input_signals(x, y, scalars)
@@ -83,20 +87,22 @@ def build(model: keras.Model, context: StepContext, records: list, x, y, wanted:
             scalars[tags.saturated_fraction(layer.name)] = (
                 lambda t=outs[0], k=kind: stats.saturated_fraction(t, k))
         if histograms and "activations" in wanted.histograms:
-            hists[tags.hist_activations(layer.name)] = lambda t=outs[0]: stats.buckets(
-                stats.leading_examples(t), HIST_BUCKETS, xla=xla)
+            hists[tags.hist_activations(layer.name)] = stats.leading_examples(outs[0])
     if histograms and "gradients" in wanted.histograms:
         for variable, grad in zip(variables, grads):
-            hists[tags.hist_gradients(variable.path)] = lambda g=grad: stats.buckets(
-                g, HIST_BUCKETS, xla=xla)
+            hists[tags.hist_gradients(variable.path)] = grad
     if wanted.weights:
         _weight_signals(model, context, scalars)
     if histograms and "weights" in wanted.histograms:
         for variable in model.weights:  # after the update, non-trainable ones too
             if is_float(variable):
-                hists[tags.hist_weights(variable.path)] = lambda v=variable: stats.buckets(
-                    tf.convert_to_tensor(v), HIST_BUCKETS, xla=xla)
+                hists[tags.hist_weights(variable.path)] = variable
     return scalars, hists
+
+
+def histograms_of(values: dict) -> tf.Tensor:
+    """`[n, HIST_BUCKETS, 3]` buckets of every histogram value (read now: weights after the update)."""
+    return stats.buckets_many([tf.convert_to_tensor(v) for v in values.values()], HIST_BUCKETS)
 
 
 def _gradients(context: StepContext) -> tuple[list, list]:
@@ -182,4 +188,4 @@ def _weight_signals(model, context: StepContext, scalars) -> None:
         scalars[tags.update_ratio(layer)] = lambda f=pick: f(1)
 
 
-__all__ = ["HIST_BUCKETS", "NO_RATIO", "Wanted", "build", "layer_key"]
+__all__ = ["HIST_BUCKETS", "NO_RATIO", "Wanted", "build", "histograms_of", "layer_key"]

@@ -98,6 +98,36 @@ def buckets(values: tf.Tensor, count: int = 30, *, xla: bool = False) -> tf.Tens
     return tf.stack([left, left + width, counts], axis=1)
 
 
+def buckets_many(tensors: list[tf.Tensor], count: int = 30) -> tf.Tensor:
+    """`[n, count, 3]`: the `buckets` of each tensor, in one pass over all of them.
+
+    The tensors are flattened and concatenated; each gets its own min-max
+    edges and counts by one segment sum, so a step with a hundred
+    histograms traces a dozen ops instead of a hundred calls of `buckets`
+    (and holds under XLA: no `histogram_fixed_width`).
+
+    Example:
+
+    >>> many = buckets_many([tf.constant([0.0, 1.0, 1.0]), tf.constant([5.0])], 2)
+    >>> many.shape, many[0, :, 2].numpy().tolist(), many[1, :, 2].numpy().tolist()
+    (TensorShape([2, 2, 3]), [1.0, 2.0], [1.0, 0.0])
+    """
+    n = len(tensors)
+    flat = [tf.reshape(_finite(t), [-1]) for t in tensors]
+    sizes = tf.stack([tf.size(t) for t in flat])
+    x = tf.concat(flat, axis=0)
+    segment = tf.repeat(tf.range(n), sizes)
+    empty = tf.equal(sizes, 0)
+    low = tf.where(empty, 0.0, tf.math.unsorted_segment_min(x, segment, n))
+    high = tf.where(empty, 0.0, tf.math.unsorted_segment_max(x, segment, n))
+    width = tf.where(high > low, (high - low) / count, 1.0)
+    index = tf.cast(tf.floor((x - tf.gather(low, segment)) / tf.gather(width, segment)), tf.int32)
+    index = tf.clip_by_value(index, 0, count - 1) + segment * count
+    counts = tf.reshape(tf.math.unsorted_segment_sum(tf.ones_like(x), index, n * count), [n, count])
+    left = low[:, None] + width[:, None] * tf.range(count, dtype=tf.float32)[None, :]
+    return tf.stack([left, left + width[:, None], counts], axis=2)
+
+
 def leading_examples(values: tf.Tensor, limit: int = ACTIVATION_SAMPLE) -> tf.Tensor:
     """The first examples of a batch (axis 0), as many as hold at most `limit` values (at least one).
 

@@ -52,6 +52,8 @@ LOGS_KEY = "_tfguard_logs"  # a step that returns something other than a dict
 _SUMMED = ("bad", "total", "nan", "posinf", "neginf")
 SCALARS = "scalars"
 HISTOGRAMS = "histograms"
+RECORDING = frozenset({SCALARS, HISTOGRAMS})
+"""The key of the recording trace: it computes scalars, and histograms when the host says so."""
 
 
 @dataclasses.dataclass
@@ -113,8 +115,12 @@ def decide(flags: list[Flag], policy: str) -> dict:
     `finite_counts` (NaN/+Inf/-Inf/size per finite slot, computed only then).
     """
     finite = [f for f in flags if f.tensor is not None]
-    finite_flags = checkpoints.finite_ok([f.tensor for f in finite]) if finite else None
     finite_index = {id(f): i for i, f in enumerate(finite)}
+    if finite:
+        # one cond: on a good step one sum per tensor; only a non-finite sum costs the exact
+        # per-tensor flags and their NaN/Inf counts
+        finite_flags, counts = checkpoints.finite_ok([f.tensor for f in finite],
+                                                     counts=lambda: finite_counts(finite))
     ok = tf.stack([finite_flags[finite_index[id(f)]] if f.tensor is not None else f.ok for f in flags])
     failures = _all_reduce_sum(tf.cast(tf.logical_not(ok), tf.float32))
     failed = failures > 0
@@ -124,10 +130,7 @@ def decide(flags: list[Flag], policy: str) -> dict:
     decision = {"failures": failures, "applied": tf.cast(tf.logical_not(reject), tf.float32),
                 "reject": reject}
     if finite:
-        local_failed = tf.logical_not(tf.reduce_all(finite_flags))
-        zeros = tf.zeros([len(finite), 4])
-        decision["finite_counts"] = _all_reduce_sum(
-            tf.cond(local_failed, lambda: finite_counts(finite), lambda: zeros))
+        decision["finite_counts"] = _all_reduce_sum(counts)
     return decision
 
 
@@ -142,17 +145,19 @@ def hold_state(model: keras.Model, context: StepContext) -> None:
 
 
 def finite_counts(flags: list[Flag]) -> tf.Tensor:
-    """`[n, 4]`: NaN, +Inf, -Inf and size of each flag's tensor (built under a failure `cond`)."""
-    rows = []
-    for flag in flags:
-        t = tf.cast(flag.tensor, tf.float32)
-        rows.append(tf.stack([
-            tf.reduce_sum(tf.cast(tf.math.is_nan(t), tf.float32)),
-            tf.reduce_sum(tf.cast(tf.equal(t, float("inf")), tf.float32)),
-            tf.reduce_sum(tf.cast(tf.equal(t, float("-inf")), tf.float32)),
-            tf.cast(tf.size(t), tf.float32),
-        ]))
-    return tf.stack(rows)
+    """`[n, 4]`: NaN, +Inf, -Inf and size of each flag's tensor (built under a failure `cond`).
+
+    One pass over all the tensors at once (flattened and concatenated), so a
+    step with many variables traces a handful of ops, not a dozen per tensor.
+    """
+    flat = [tf.reshape(tf.cast(f.tensor, tf.float32), [-1]) for f in flags]
+    sizes = tf.stack([tf.size(t) for t in flat])
+    values = tf.concat(flat, axis=0)
+    segments = tf.repeat(tf.range(len(flat)), sizes)
+    kinds = tf.stack([tf.math.is_nan(values), tf.equal(values, float("inf")),
+                      tf.equal(values, float("-inf"))], axis=1)
+    counts = tf.math.unsorted_segment_sum(tf.cast(kinds, tf.float32), segments, len(flat))
+    return tf.concat([counts, tf.cast(sizes, tf.float32)[:, None]], axis=1)
 
 
 def _coverage(model, context: StepContext, config) -> list[str]:
@@ -240,12 +245,15 @@ def make_step(model: keras.Model, inst, original) -> callable:
         histogram_keys: list[str] = []
         if kinds:
             scalars, hists = probes.build(model, context, records, x, y, inst.wanted,
-                                          HISTOGRAMS in kinds)
+                                          bool(inst.wanted.histograms))
             scalar_keys, histogram_keys = list(scalars), list(hists)
             if scalars:
                 outputs["signals"] = tf.stack([tf.cast(fn(), tf.float32) for fn in scalars.values()])
-            if hists:
-                outputs["histograms"] = tf.stack([fn() for fn in hists.values()])
+            if hists:  # one recording trace: the host says whether histograms are due this step
+                outputs["histograms"] = tf.cond(
+                    tf.convert_to_tensor(inst.histogram_flag),
+                    lambda: probes.histograms_of(hists),
+                    lambda: tf.zeros([len(hists), probes.HIST_BUCKETS, 3]))
         finite_slots = [i for i, f in enumerate(flags) if f.tensor is not None]
         inst.set_plan(Plan(
             slots=[f.slot for f in flags], finite_slots=finite_slots,
@@ -281,5 +289,5 @@ def _direct(model: keras.Model, records: list) -> list:
     return [(layer, out) for layer, out in records if id(layer) in direct]
 
 
-__all__ = ["HISTOGRAMS", "LOGS_KEY", "OUTPUT_KEY", "SCALARS", "Plan", "decide", "finite_counts", "hold_state",
+__all__ = ["HISTOGRAMS", "LOGS_KEY", "OUTPUT_KEY", "RECORDING", "SCALARS", "Plan", "decide", "finite_counts", "hold_state",
            "make_step"]

@@ -1,0 +1,67 @@
+"""Detection, root cause first and false alarms over the user-shaped programs (a script, not a test).
+
+Runs every program of `user_programs` under `tfguard run` (in this process,
+one after another) and prints one row each: the expected root cause, the
+first warning/error the diagnosis lists, and the verdict. A buggy program is
+*detected* when its cause is among the warnings/errors, *root cause first*
+when the first one listed is its cause; a healthy program has a *false
+alarm* for any warning or error.
+
+    TF_CPP_MIN_LOG_LEVEL=2 .venv/bin/python -m tests.diagnose.measure_user_programs [names...]
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+
+from . import user_programs as U
+
+ALARMS = ("warning", "error")
+
+
+def verdict(program, result) -> dict:
+    findings = [f for d in result.diagnoses for f in d.findings if f.severity in ALARMS]
+    ids = [f.id for f in findings]
+    row = {"program": program.name, "cause": program.cause or "-", "first": ids[0] if ids else "-",
+           "found": ",".join(dict.fromkeys(ids)) or "-", "exit": result.exit_code}
+    if program.cause is None:
+        row["ok"] = not ids and result.exit_code == 0 and bool(result.diagnoses)
+        row["verdict"] = ("healthy" if row["ok"] else "FALSE ALARM" if ids else
+                          f"SCRIPT FAILED ({result.exit_code})")
+    else:
+        row["detected"] = program.cause in ids
+        row["first_ok"] = bool(ids) and ids[0] == program.cause
+        row["ok"] = row["detected"] and row["first_ok"]
+        row["verdict"] = ("root cause first" if row["first_ok"] else
+                          "detected, not first" if row["detected"] else "MISSED")
+    return row
+
+
+def main(argv: list[str]) -> int:
+    programs = U.HEALTHY + U.BUGGY
+    if argv:
+        programs = [p for p in programs if p.name in argv]
+    rows = []
+    with tempfile.TemporaryDirectory() as root:
+        for program in programs:
+            start = time.perf_counter()
+            result = U.run(program, root)
+            row = verdict(program, result)
+            row["seconds"] = time.perf_counter() - start
+            rows.append(row)
+            print(f"{row['program']:28s} {row['cause']:26s} {row['first']:26s} {row['verdict']:20s} "
+                  f"{row['seconds']:5.1f}s  [{row['found']}]", flush=True)
+    buggy = [r for r in rows if r["cause"] != "-"]
+    healthy = [r for r in rows if r["cause"] == "-"]
+    detected = sum(r["detected"] for r in buggy)
+    first = sum(r["first_ok"] for r in buggy)
+    alarms = sum(not r["ok"] for r in healthy)
+    print(f"\nbuggy: {detected}/{len(buggy)} detected, root cause first in {first}/{detected or 1} "
+          f"detected; healthy: {alarms}/{len(healthy)} false alarms")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
