@@ -14,10 +14,17 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from PIL import Image
-from tensorboard.compat.proto import event_pb2, summary_pb2
+from tensorboard.compat.proto import event_pb2, summary_pb2, types_pb2
+from tensorboard.data_compat import migrate_value
+from tensorboard.plugins.histogram import metadata as histogram_metadata
 from tensorboard.plugins.hparams import api as hp
 from tensorboard.plugins.hparams import api_pb2
+from tensorboard.plugins.hparams import metadata as hparams_metadata
 from tensorboard.plugins.hparams import summary as hparams_summary
+from tensorboard.plugins.image import metadata as image_metadata
+from tensorboard.plugins.scalar import metadata as scalar_metadata
+from tensorboard.plugins.text import metadata as text_metadata
+from tensorboard.util import tensor_util
 
 from tests.events.eventdata import (
     legacy_histogram_event,
@@ -26,7 +33,14 @@ from tests.events.eventdata import (
 )
 from tfguard import tags
 from tfguard.events import HistogramPoint, ImageInfo, read_run
-from tfguard.events.decode import histogram_buckets, value_kind
+from tfguard.events.decode import (
+    histogram_buckets,
+    image_entries,
+    legacy_scalar,
+    scalar_value,
+    text_value,
+    value_kind,
+)
 
 
 def _write(logdir, body):
@@ -239,3 +253,103 @@ def test_kinds_not_asked_for_are_not_kept(tmp_path, kinds):
     run = read_run(tmp_path, kinds=kinds)
     present = {kind for kind, names in run.tags().items() if names}
     assert present == set(kinds)
+
+
+@pytest.mark.parametrize(
+    ("plugin", "kind"),
+    [
+        (scalar_metadata.PLUGIN_NAME, "scalars"),
+        (histogram_metadata.PLUGIN_NAME, "histograms"),
+        (text_metadata.PLUGIN_NAME, "texts"),
+        (image_metadata.PLUGIN_NAME, "images"),
+        (hparams_metadata.PLUGIN_NAME, "hparams"),
+    ],
+)
+def test_kind_follows_tensorboards_own_plugin_names(plugin, kind):
+    value = summary_pb2.Summary.Value(tag="x")
+    value.metadata.plugin_data.plugin_name = plugin
+    value.tensor.dtype = types_pb2.DT_FLOAT
+    assert value_kind(value) == kind
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        summary_pb2.Summary.Value(tag="x", simple_value=1.0),
+        summary_pb2.Summary.Value(tag="x", histo=summary_pb2.HistogramProto(bucket=[1.0])),
+        summary_pb2.Summary.Value(tag="x", image=summary_pb2.Summary.Image(width=1, height=1)),
+        summary_pb2.Summary.Value(tag="x", audio=summary_pb2.Summary.Audio()),
+        summary_pb2.Summary.Value(tag="x", obsolete_old_style_histogram=b"h"),
+    ],
+    ids=["simple_value", "histo", "image", "audio", "obsolete_old_style_histogram"],
+)
+def test_tf1_kind_is_the_kind_of_the_value_tensorboard_migrates_it_to(value):
+    plugin = migrate_value(value).metadata.plugin_data.plugin_name
+    expected = {scalar_metadata.PLUGIN_NAME: "scalars",
+                histogram_metadata.PLUGIN_NAME: "histograms",
+                image_metadata.PLUGIN_NAME: "images"}.get(plugin, "other")
+    assert value_kind(value) == expected
+
+
+def test_legacy_scalar_shortcut_gives_the_migrated_number_bit_for_bit():
+    rng = np.random.default_rng(7)
+    bits = np.concatenate([
+        rng.integers(0, 2**32, 2000, dtype=np.uint64),
+        [0, 0x80000000, 1, 0x7F7FFFFF, 0x7F800000, 0xFF800000, 0x7FC00000, 0x00800000],
+    ]).astype(np.uint32)
+    for number in bits.view(np.float32).tolist():
+        value = summary_pb2.Summary.Value(tag="x", simple_value=number)
+        migrated = float(tensor_util.make_ndarray(migrate_value(value).tensor))
+        shortcut = legacy_scalar(value)
+        assert scalar_value(value) == shortcut or (np.isnan(shortcut) and np.isnan(migrated))
+        assert np.float64(shortcut).tobytes() == np.float64(migrated).tobytes() or (
+            np.isnan(shortcut) and np.isnan(migrated)
+        )
+
+
+def test_legacy_histogram_buckets_are_tensorboards_migration_to_float32():
+    value = summary_pb2.Summary.Value(
+        tag="w",
+        histo=summary_pb2.HistogramProto(
+            min=-0.1, max=0.7, num=6, bucket_limit=[-0.3, 0.1, 0.3, 0.9], bucket=[0, 2, 4, 0]
+        ),
+    )
+    buckets = histogram_buckets(value)
+    expected = tensor_util.make_ndarray(migrate_value(value).tensor)
+    assert buckets.dtype == np.float64
+    np.testing.assert_array_equal(buckets, expected.astype(np.float64))
+    np.testing.assert_array_equal(
+        buckets, np.float32([[-0.1, 0.1, 2.0], [0.1, 0.7, 4.0]]).astype(np.float64)
+    )
+
+
+def test_legacy_image_reads_as_its_migrated_tensor():
+    image = summary_pb2.Summary.Image(width=7, height=3, encoded_image_string=b"png-bytes")
+    value = summary_pb2.Summary.Value(tag="img", image=image)
+    assert image_entries(value, load=True) == [(7, 3, 9, b"png-bytes")]
+    assert image_entries(value, load=False) == [(7, 3, 9, None)]
+
+
+def test_a_text_of_another_dtype_says_which_and_what_was_expected():
+    value = summary_pb2.Summary.Value(tag="t")
+    value.tensor.dtype = types_pb2.DT_FLOAT
+    with pytest.raises(ValueError, match="dtype DT_FLOAT, expected DT_STRING"):
+        text_value(value)
+    with pytest.raises(ValueError, match="holds 'simple_value', expected a DT_STRING tensor"):
+        text_value(summary_pb2.Summary.Value(tag="t", simple_value=1.0))
+
+
+def test_tf1_and_tf2_scalars_of_one_tag_read_the_same_numbers(tmp_path):
+    numbers = [0.1, -2.5e-8, 3.0e38, float("inf")]
+    events = []
+    for step, number in enumerate(numbers):
+        events.append(legacy_scalar_event("a", step, number))
+        tf2 = event_pb2.Event(step=step, wall_time=1000.0)
+        item = tf2.summary.value.add(tag="b")
+        item.metadata.plugin_data.plugin_name = scalar_metadata.PLUGIN_NAME
+        item.tensor.CopyFrom(tensor_util.make_tensor_proto(np.float32(number)))
+        events.append(tf2)
+    write_with_event_file_writer(str(tmp_path), events)
+    run = read_run(tmp_path)
+    np.testing.assert_array_equal(run.scalars["a"][2], np.float32(numbers).astype(np.float64))
+    np.testing.assert_array_equal(run.scalars["a"][2], run.scalars["b"][2])

@@ -8,7 +8,10 @@ records is parsed in one protobuf call into columns
 (`tfguard.events.columns`) and its float32 scalars are decoded with numpy. Every other record (a text, an image,
 hparams, a TF1 value, a new tag, a step 0) is parsed on its own as a
 TensorBoard `Event` proto. A tag's kind is fixed by its first value that
-tells it (its plugin name, or the TF1 field), as TensorBoard does.
+tells it (its plugin name, after a TF1 value is migrated to its TF2 form by
+`tensorboard.data_compat`), as TensorBoard does. TF1 histograms and images
+are migrated the same way (`tfguard.events.decode`); a TF1 `simple_value` is
+read directly (`decode.legacy_scalar`, the same number at a 750th of the cost).
 
 `finish` sorts every series by step; for the same tag and step the record read
 last wins (files are read in order, so the later file wins). Restarts are
@@ -38,7 +41,7 @@ from array import array
 from itertools import repeat
 
 import numpy as np
-from tensorboard.compat.proto import event_pb2
+from tensorboard.compat.proto import event_pb2, types_pb2
 
 from tfguard.events import decode
 from tfguard.events.blocks import Block
@@ -52,7 +55,7 @@ __all__ = ["Collector"]
 
 _SKIP = "skip"
 _UNPACK_F32 = struct.Struct("<f").unpack
-_DT_FLOAT = 1
+_DT_FLOAT = types_pb2.DT_FLOAT
 _BATCH = 512  # records parsed into columns at once
 _BATCH_BYTES = _BATCH * 256  # larger records (histograms, images) are not scalars
 _UNKNOWN, _SKIPPED = -1, -2  # column codes of tags that are not fast scalars
@@ -296,6 +299,8 @@ class Collector:
                     content = tensor.tensor_content
                     if len(content) == 4 and tensor.dtype == _DT_FLOAT:
                         number = unpack_f32(content)[0]
+                    elif value.WhichOneof("value") == "simple_value":
+                        number = decode.legacy_scalar(value)
                     else:
                         try:
                             number = decode.scalar_value(value)

@@ -18,12 +18,12 @@ caller falls back to parsing records one by one with `event_pb2.Event`.
 
 Example:
 
->>> from tensorboard.compat.proto import event_pb2
+>>> from tensorboard.compat.proto import event_pb2, types_pb2
 >>> records = []
 >>> for step in (1, 2):
 ...     event = event_pb2.Event(step=step, wall_time=10.0 + step)
 ...     value = event.summary.value.add(tag="loss")
-...     value.tensor.dtype = 1
+...     value.tensor.dtype = types_pb2.DT_FLOAT
 ...     value.tensor.tensor_content = b"\\x00\\x00\\x80?"
 ...     records.append(event.SerializeToString())
 >>> cols = aligned_columns(records)

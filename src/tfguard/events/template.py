@@ -19,13 +19,14 @@ is left to the per-record path, which parses it with protobuf.
 Example:
 
 >>> import struct
->>> from tensorboard.compat.proto import event_pb2
+>>> from tensorboard.compat.proto import event_pb2, types_pb2
+>>> from tensorboard.plugins.scalar import metadata as scalar_metadata
 >>> def scalar(step, value):
 ...     event = event_pb2.Event(step=step, wall_time=1.0 + step)
 ...     item = event.summary.value.add(tag="loss")
-...     item.tensor.dtype = 1
+...     item.tensor.dtype = types_pb2.DT_FLOAT
 ...     item.tensor.tensor_content = struct.pack("<f", value)
-...     item.metadata.plugin_data.plugin_name = "scalars"
+...     item.metadata.plugin_data.plugin_name = scalar_metadata.PLUGIN_NAME
 ...     return event.SerializeToString()
 >>> rows = np.frombuffer(scalar(3, 0.5) + scalar(4, 0.25), np.uint8).reshape(2, -1)
 >>> template = ScalarTemplate.learn(rows[0].tobytes())
@@ -41,11 +42,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from tensorboard.compat.proto import event_pb2
+from tensorboard.compat.proto import event_pb2, types_pb2
 
 __all__ = ["ScalarTemplate", "factorize"]
 
-_DT_FLOAT = 1
+_DT_FLOAT = types_pb2.DT_FLOAT
 _WALL = slice(1, 9)  # field 1 (fixed64) comes first: key byte 0x09, then 8 bytes
 _STEP_KEY = 9  # field 2 (varint) next: key byte 0x10 at 9, the varint from 10
 
