@@ -217,6 +217,7 @@ def run_script(
     logger: bool = True,
     quarantine_dir: str | os.PathLike | None = None,
     progress: Callable[[str], None] | None = None,
+    hparams: dict | None = None,
 ) -> AttachResult:
     """Runs a Keras training script with the firewall, the logger and live diagnosis attached.
 
@@ -241,6 +242,8 @@ def run_script(
             (`<logdir>/quarantine`).
         progress: receives one line per new symptom or early guard event
             while the script trains. Defaults to `None`.
+        hparams: extra hyperparameters for every run (e.g. the remedy a
+            trial applied). Defaults to `None`.
 
     Returns:
         An `AttachResult`.
@@ -264,7 +267,7 @@ def run_script(
     argv = [given, *(str(a) for a in args)]
     session = AttachSession(logdir=logdir, policy=policy, guard=guard, logger=logger,
                             quarantine_dir=quarantine_dir, progress=progress,
-                            hparams={"script": os.path.basename(script)})
+                            hparams={"script": os.path.basename(script), **(hparams or {})})
     with session, script_environment(script, argv):
         status, error, text, message = _execute(script)
     notes = list(session.notes)
