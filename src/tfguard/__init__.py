@@ -59,13 +59,16 @@ _LAZY = {
     "describe_model": "tfguard.lint",
     "attach": "tfguard.attach",
     "run_script": "tfguard.attach",
+    "remedies": "tfguard.remedies",
+    "try_fixes": "tfguard.remedies",
     # the whole road
     "pipeline": "tfguard.pipeline",
     "doctor": "tfguard.doctor",
     "run_doctor": "tfguard.doctor",
 }
 
-_SUBMODULES = {"checks", "summary", "events", "diagnose", "lint", "attach", "pipeline", "doctor"}
+_SUBMODULES = {"checks", "summary", "events", "diagnose", "lint", "attach", "pipeline", "doctor",
+               "remedies"}
 
 __all__ = [
     "ContractError",

@@ -120,9 +120,7 @@ def cmd_run(args) -> int:
     from tfguard.attach import run_script
 
     console = _console(stderr=True)  # the script owns stdout
-    result = run_script(
-        args.script,
-        args.args,
+    options = dict(
         logdir=args.logdir,
         policy=args.policy,
         report=args.report,
@@ -132,6 +130,13 @@ def cmd_run(args) -> int:
         quarantine_dir=args.quarantine_dir,
         progress=None if args.quiet else (lambda line: console.print(line, markup=False)),
     )
+    if args.try_fixes:
+        from tfguard.remedies import try_script_fixes
+
+        result = try_script_fixes(args.script, args.args, max_trials=args.max_trials,
+                                  epochs_fraction=args.trial_epochs, **options)
+    else:
+        result = run_script(args.script, args.args, **options)
     result.render(console)
     return result.exit_code
 
@@ -278,6 +283,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-guard", action="store_true", help="do not guard the models")
     p.add_argument("--no-logger", action="store_true", help="do not write TensorBoard event files")
     p.add_argument("--quiet", action="store_true", help="no tfguard lines while the script runs")
+    p.add_argument("--try-fixes", action="store_true",
+                   help="then re-run the script once per remedy of each warning/error finding "
+                   "and report whether it measurably helped (logs in LOGDIR/try-N-REMEDY)")
+    p.add_argument("--max-trials", type=int, default=None, metavar="N",
+                   help="with --try-fixes: at most N trials (default: one per remedy)")
+    p.add_argument("--trial-epochs", type=float, default=1.0, metavar="FRACTION",
+                   help="with --try-fixes: train each trial for this fraction of the epochs (default 1)")
     p.add_argument("script", metavar="SCRIPT", help="the training script")
     p.add_argument("args", metavar="ARGS", nargs=argparse.REMAINDER, help="the script's arguments")
 

@@ -36,9 +36,11 @@ import dataclasses
 import functools
 import inspect
 import math
+from collections.abc import Iterable
 
 import keras
 
+from tfguard.errors import ContractError
 from tfguard.remedies.edits import NotApplicable
 
 
@@ -93,13 +95,19 @@ class Intercept:
             Defaults to `None`.
         epochs_fraction: run each `fit` for this fraction of its `epochs`
             (at least one). Defaults to `1.0`.
+        refuse: models (of an earlier run) that must not be compiled or fit
+            again: a trial must start from fresh weights. Defaults to `()`.
+
+    Raises:
+        ContractError: when a refused model is compiled or fit.
     """
 
-    def __init__(self, remedy=None, *, epochs_fraction: float = 1.0):
+    def __init__(self, remedy=None, *, epochs_fraction: float = 1.0, refuse: Iterable = ()):
         if not 0 < float(epochs_fraction) <= 1:
             raise ValueError("Received an invalid value for `epochs_fraction`, expected a number "
                              f"in (0, 1]. Received: epochs_fraction={epochs_fraction!r}")
         self.remedy = remedy
+        self._refused = {id(m) for m in refuse}
         self.epochs_fraction = float(epochs_fraction)
         self.fits: list[FitCapture] = []
         self.changes: list[str] = []
@@ -183,7 +191,16 @@ class Intercept:
             if note not in self.notes:
                 self.notes.append(note)
 
+    def _refuse(self, model) -> None:
+        if id(model) in self._refused:
+            raise ContractError(
+                "Received the original run's model again, expected a training callable that "
+                "builds and compiles a new model each time (a trial must start from fresh "
+                f"weights). Received: model {getattr(model, 'name', model)!r}",
+                hint="move the model's construction and compile() inside train()")
+
     def _compile(self, original, signature, model, args, kwargs):
+        self._refuse(model)
         key = ("compile", id(model))
         bound = self._bind(signature, model, args, kwargs)
         if bound is None or key in self._inside:
@@ -199,6 +216,7 @@ class Intercept:
             self._inside.discard(key)
 
     def _fit(self, original, signature, model, args, kwargs):
+        self._refuse(model)
         key = ("fit", id(model))
         bound = self._bind(signature, model, args, kwargs)
         if bound is None or key in self._inside:

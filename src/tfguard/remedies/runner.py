@@ -145,6 +145,23 @@ def locator(original: Intercept) -> Callable[[str], tuple | None]:
     return locate
 
 
+def short_error(error: BaseException) -> str:
+    """`"<type>: <the line that says what went wrong>"`, for a note.
+
+    TensorFlow's errors open with "Graph execution error:" and a stack; the
+    line that explains them comes last.
+
+    Example:
+
+    >>> short_error(ValueError("Graph execution error:\\n  File x\\nlabel 10 out of range\\n [[node]]"))
+    'ValueError: label 10 out of range'
+    """
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    useful = [line for line in lines if not line.startswith(("[[", "File ", "Detected at", "Graph execution"))]
+    text = useful[-1] if len(lines) > 1 and useful else (lines[0] if lines else "")
+    return f"{type(error).__name__}: {text[:300]}"
+
+
 def _alarm_findings(diagnoses: Iterable) -> list[Finding]:
     return [f for d in diagnoses for f in d.findings]
 
@@ -230,17 +247,19 @@ def try_fixes(
                             f"callable that builds, compiles and fits a model. Received: train={train!r}")
     root = os.path.abspath(os.fspath(logdir)) if logdir is not None else None
     with tempfile.TemporaryDirectory(prefix="tfguard-trials-") as scratch:
-        def run(remedy, folder, fraction=1.0, hparams=None):
+        def run(remedy, folder, fraction=1.0, hparams=None, refuse=()):
             seed_everything(seed)
             error = None
-            with Intercept(remedy, epochs_fraction=fraction) as seen, AttachSession(
+            with Intercept(remedy, epochs_fraction=fraction, refuse=refuse) as seen, AttachSession(
                     logdir=folder or scratch, logger=folder is not None, guard=guard, policy=policy,
                     quarantine_dir=os.path.join(folder or scratch, "quarantine"),
                     hparams=hparams) as session:
                 try:
                     train()
+                except ContractError:
+                    raise
                 except Exception as failure:  # the trial's result says so
-                    error = f"{type(failure).__name__}: {failure}"
+                    error = short_error(failure)
             return seen, session, error
 
         original, session, error = run(None, os.path.join(root, "original") if root else None)
@@ -254,14 +273,8 @@ def try_fixes(
         for i, (finding, remedy) in enumerate(pairs, 1):
             folder = _unique(root, f"try-{i}-{remedy.key}") if root else None
             start = time.perf_counter()
-            seen, _, failed = run(remedy, folder, epochs_fraction, {"remedy": remedy.key})
-            ours = {id(f.model) for f in original.fits}
-            if any(id(f.model) in ours for f in seen.fits):
-                raise ContractError(
-                    "Received a `train` that fits the same model object on every call, expected "
-                    "one that builds and compiles a new model each time (a trial must start "
-                    "from fresh weights). Received: the original run's model again",
-                    hint="move the model's construction and compile() inside train()")
+            seen, _, failed = run(remedy, folder, epochs_fraction, {"remedy": remedy.key},
+                                  refuse=original.models + [f.model for f in original.fits])
             trial = judge(finding, remedy, original, seen, margin=margin, run_dir=folder,
                           error=failed, seconds=time.perf_counter() - start)
             trials.append(trial)
@@ -358,9 +371,7 @@ def try_script_fixes(
             run = run_script(path, args, logdir=folder, policy=policy,
                              report=os.path.join(folder, "report.json"), guard=guard,
                              logger=logger, hparams={"remedy": remedy.key})
-        failed = None
-        if run.exception is not None:
-            failed = f"{type(run.exception).__name__}: {run.exception}"
+        failed = short_error(run.exception) if run.exception is not None else None
         trial = judge(finding, remedy, original, seen, margin=margin, run_dir=folder,
                       error=failed, seconds=time.perf_counter() - start)
         trials.append(trial)
@@ -383,5 +394,5 @@ def _add_to_report(path: str, trials: Trials, notes: list) -> None:
         notes.append(f"the trials could not be added to the JSON report: {error}")
 
 
-__all__ = ["DEFAULT_SEED", "ScriptTrials", "Trials", "locator", "seed_everything",
+__all__ = ["DEFAULT_SEED", "ScriptTrials", "Trials", "locator", "seed_everything", "short_error",
            "try_fixes", "try_script_fixes"]
