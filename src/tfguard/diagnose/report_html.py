@@ -8,11 +8,17 @@ characters shown as `\\xNN`, and a Content-Security-Policy `<meta>` forbids
 scripts and any external resource, so even a string that slipped through
 could not run or load anything.
 
-Per run it shows: the hyperparameters, the final and best metrics, the
-symptoms (severity, id, layer, onset, message, evidence, suggestion), the
-loss and metric curves with the onset of each finding marked, the gradient
-norm of every layer, the dead and saturated fractions of every layer, and
-the rules that could not run with the reason.
+Per run it shows: the hyperparameters as the user gave them (integers stay
+integers), the final and best metrics, the symptoms (severity, id, layer,
+onset, message, evidence, suggestion), the loss and metric curves with the
+onset of each finding marked, the learning rate on its own log-scale panel,
+the gradient norm of every layer, the dead and saturated fractions of every
+layer, the firewall's violations on a timeline beside the loss
+(`report_firewall`), each finding's evidence drawn where it lives and the
+weight / gradient / activation distributions of the layers the findings
+name (`report_evidence`), and the rules that could not run with the reason.
+A page of several runs (a sweep) starts with their comparison
+(`report_compare`): one row per run and the curves overlaid.
 
 Example:
 
@@ -26,17 +32,26 @@ True
 
 from __future__ import annotations
 
-import base64
-import html
+import math
 import os
 from collections.abc import Iterable
 
 from tfguard.diagnose.engine import Diagnosis
 from tfguard.diagnose.finding import SYMPTOMS, fmt
-from tfguard.diagnose.plots import activation_png, grad_norm_png, loss_png, metrics_png
+from tfguard.diagnose.plots import (
+    activation_png,
+    grad_norm_png,
+    learning_rate_png,
+    loss_png,
+    metrics_png,
+)
+from tfguard.diagnose.report_compare import compare_section
+from tfguard.diagnose.report_evidence import distributions_section, evidence_section
+from tfguard.diagnose.report_firewall import firewall_section
+from tfguard.diagnose.report_parts import e as _e
+from tfguard.diagnose.report_parts import hparam_rows, img, kv_table
 from tfguard.diagnose.report_terminal import unreadable
 from tfguard.errors import ContractError
-from tfguard.text import printable
 
 TITLE = "tfguard report"
 
@@ -56,32 +71,29 @@ td,th,h2,li,p,code{overflow-wrap:anywhere;white-space:pre-wrap}
 .muted{color:#777}.sym{font-family:ui-monospace,monospace;font-weight:bold}
 figure{margin:12px 0}figure img{max-width:100%;border:1px solid #eee}
 figcaption{font-size:0.85em;color:#555}
+h4{font-size:0.95em;margin:1.2em 0 0.3em}
+.finding{border-left:3px solid #ddd;padding-left:10px;margin:10px 0}
+.swatch{display:inline-block;width:0.9em;height:0.9em;margin-right:6px;vertical-align:middle;border-radius:2px}
+.action.skipped{color:#c0392b}.action.warned{color:#b9770e}.action.raised{color:#7b241c;font-weight:bold}
+section.compare{border-bottom:2px solid #ccc;padding-bottom:1em}
 """
 
 
 def _state(d: Diagnosis) -> str:
-    return "unreadable" if unreadable(d) else d.worst or "healthy"
+    if unreadable(d):
+        return "unreadable"
+    if d.status.get("state", "completed") != "completed":
+        return "error"
+    return d.worst or "healthy"
 
 
-def _e(value) -> str:
-    """Escapes any value for HTML text or attribute context, control characters shown as `\\xNN`."""
-    return html.escape(printable(value), quote=True)
-
-
-def _img(png: bytes | None, alt: str, caption: str) -> str:
-    if not png:
-        return ""
-    data = base64.b64encode(png).decode("ascii")
-    return (f'<figure><img src="data:image/png;base64,{data}" alt="{_e(alt)}">'
-            f"<figcaption>{_e(caption)}</figcaption></figure>")
-
-
-def _kv_table(rows: list[tuple[str, str]], head: tuple[str, str]) -> str:
-    if not rows:
-        return '<p class="muted">none logged</p>'
-    body = "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in rows)
-    return (f'<table class="wide"><colgroup><col style="width:35%"><col style="width:65%">'
-            f"</colgroup><tr><th>{_e(head[0])}</th><th>{_e(head[1])}</th></tr>{body}</table>")
+def _number(value) -> str:
+    """Evidence as text: integers (also those stored as floats) without `.0`, other numbers short."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, int) or (math.isfinite(value) and value.is_integer() and abs(value) < 2**53):
+        return str(int(value))
+    return fmt(value)
 
 
 def _findings(d: Diagnosis) -> str:
@@ -89,8 +101,7 @@ def _findings(d: Diagnosis) -> str:
         return '<p class="healthy">No symptom found.</p>'
     rows = []
     for f in d.findings:
-        evidence = ", ".join(f"{k}={fmt(v) if isinstance(v, (int, float)) else v}"
-                             for k, v in f.evidence.items())
+        evidence = ", ".join(f"{k}={_number(v)}" for k, v in f.evidence.items())
         rows.append(
             f'<tr class="symptom" data-id="{_e(f.id)}"><td class="sev {_e(f.severity)}">'
             f"{_e(f.severity)}</td><td class=\"sym\" title=\"{_e(SYMPTOMS.get(f.id, ''))}\">"
@@ -111,7 +122,7 @@ def _metrics(d: Diagnosis) -> str:
         best = "-" if m["best"] is None else fmt(m["best"])
         at = "" if m["best_epoch"] is None else f" (epoch {m['best_epoch']})"
         rows.append((tag, f"final {fmt(m['final'])}, best {best}{at}"))
-    return _kv_table(rows, ("metric", "value"))
+    return kv_table(rows, ("metric", "value"))
 
 
 def _run_section(index: int, d: Diagnosis) -> str:
@@ -119,6 +130,9 @@ def _run_section(index: int, d: Diagnosis) -> str:
     worst = d.worst
     status = ('<span class="healthy">healthy</span>' if worst is None else
               f'<span class="{_e(worst)}">' + _e(", ".join(d.ids)) + "</span>")
+    if d.status.get("state", "completed") != "completed":
+        status = (f'<span class="error">{_e(d.status.get("text", ""))}</span>'
+                  + ("" if worst is None else f" — {status}"))
     if unreadable(d):
         status = '<span class="error">unreadable: its event files are damaged (see the notes)</span>'
     parts = [f'<section class="run" id="run-{index}">',
@@ -126,21 +140,24 @@ def _run_section(index: int, d: Diagnosis) -> str:
              f'<p>source: {_e(d.source)} &middot; {status}</p>',
              "<h3>Symptoms</h3>", _findings(d),
              "<h3>Hyperparameters</h3>",
-             _kv_table([(k, v) for k, v in d.hparams.items()], ("hparam", "value")),
+             kv_table(hparam_rows(d), ("hparam", "value"), "hparams"),
              "<h3>Metrics</h3>", _metrics(d)]
     if s is not None:
         figures = [
-            _img(loss_png(s, d.findings), f"loss curves of run {d.run}",
-                 "Loss; dashed lines mark the onset of each symptom."),
-            _img(metrics_png(s), f"metric curves of run {d.run}", "Epoch metrics, train and validation."),
-            _img(grad_norm_png(s, d.findings), f"gradient norms of run {d.run}",
-                 "Gradient norm of every layer (log scale)."),
-            _img(activation_png(s, d.findings), f"activation statistics of run {d.run}",
-                 "Fraction of dead (ReLU) and saturated (sigmoid/tanh) units per layer."),
+            img(loss_png(s, d.findings), f"loss curves of run {d.run}",
+                "Loss; dashed lines mark the onset of each symptom."),
+            img(metrics_png(s), f"metric curves of run {d.run}", "Epoch metrics, train and validation."),
+            img(learning_rate_png(s), f"learning rate of run {d.run}",
+                "Learning rate of each optimizer, on its own log-scale axis."),
+            img(grad_norm_png(s, d.findings), f"gradient norms of run {d.run}",
+                "Gradient norm of every layer (log scale)."),
+            img(activation_png(s, d.findings), f"activation statistics of run {d.run}",
+                "Fraction of dead (ReLU) and saturated (sigmoid/tanh) units per layer."),
         ]
         figures = [f for f in figures if f]
         if figures:
             parts += ["<h3>Curves</h3>", *figures]
+        parts += [firewall_section(d), evidence_section(d), distributions_section(d)]
     if d.rules_skipped:
         items = "".join(f"<li><span class=\"sym\">{_e(r['id'])}</span>: {_e(r['reason'])}</li>"
                         for r in d.rules_skipped)
@@ -148,7 +165,7 @@ def _run_section(index: int, d: Diagnosis) -> str:
     if d.notes:
         parts += ["<h3>Notes</h3>", "<ul>" + "".join(f"<li>{_e(n)}</li>" for n in d.notes) + "</ul>"]
     parts.append("</section>")
-    return "\n".join(parts)
+    return "\n".join(p for p in parts if p)
 
 
 def render_html(diagnoses: Iterable[Diagnosis], *, title: str = TITLE) -> str:
@@ -172,12 +189,13 @@ def render_html(diagnoses: Iterable[Diagnosis], *, title: str = TITLE) -> str:
              '<col style="width:40%"></colgroup><tr><th>run</th><th>worst</th><th>symptoms</th></tr>'
              f"{index_rows}</table>" if diagnoses else "<p>No runs found.</p>")
     body = "\n".join(_run_section(i, d) for i, d in enumerate(diagnoses))
+    compare = compare_section(diagnoses, {d.run: i for i, d in enumerate(diagnoses)})
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>"
-        f"<h1>{_e(title)}</h1><p class=\"muted\">{len(diagnoses)} run(s)</p>{index}\n{body}\n"
+        f"<h1>{_e(title)}</h1><p class=\"muted\">{len(diagnoses)} run(s)</p>{index}\n{compare}\n{body}\n"
         "</body></html>\n"
     )
 
