@@ -230,6 +230,10 @@ def test_distributions_are_small_multiples_of_weights_gradients_activations(page
     # TensorBoard's orange bands are there
     orange = np.asarray(image)[..., 0].astype(int) - np.asarray(image)[..., 2].astype(int) > 80
     assert orange.mean() > 0.02
+    overfit = _section(html, "overfit")  # no finding names a layer: the first layers with weights
+    assert "no finding names a layer with histograms: the first layers" in overfit
+    assert [alt for _, alt in PNG.findall(overfit) if alt.startswith("distributions")] == [
+        "distributions of hidden in run overfit", "distributions of out in run overfit"]
 
 
 # -- the sweep -----------------------------------------------------------------------------------------

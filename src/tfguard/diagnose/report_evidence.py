@@ -7,7 +7,7 @@ distributions of its weights, gradients and activations over steps
 (`plots_distributions`), and so for the first non-finite layer the
 firewall's replay localized; a run whose findings name no layer with
 histograms gets its first layers' distributions instead, so a healthy run
-still shows them.
+still shows them (layers with weights first).
 
 Example:
 
@@ -69,7 +69,10 @@ def _layers_with_histograms(d: Diagnosis) -> tuple[list[str], bool]:
         return chosen[:MAX_LAYERS], True
     candidates = s.layer_order() or sorted({t.rsplit("/", 2)[-2] for t in s.histograms
                                             if t.startswith(tags.HIST) and t.count("/") >= 3})
-    return [n for n in candidates if layer_histograms(s.histograms, n)][:OVERVIEW_LAYERS], False
+    weighted = [n for n in candidates  # layers with weights first (a pooling layer has none)
+                if any(t.startswith(tags.HIST + "weights/") for t in layer_histograms(s.histograms, n))]
+    rest = [n for n in candidates if n not in weighted and layer_histograms(s.histograms, n)]
+    return (weighted + rest)[:OVERVIEW_LAYERS], False
 
 
 def distributions_section(d: Diagnosis) -> str:
