@@ -97,21 +97,26 @@ class Contender:
             self.times.append(elapsed / steps)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=15, help="measured rounds per contender")
+def rounds_setup(doc: str, argv, *, rounds: int, steps: int):
+    """The arguments of a rounds benchmark, TensorFlow's threads set, and `(args, x, y)` of synthetic images."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=rounds, help="measured rounds per contender")
     parser.add_argument("--warmup", type=int, default=2, help="unmeasured rounds per contender")
-    parser.add_argument("--steps", type=int, default=100, help="training steps per round")
+    parser.add_argument("--steps", type=int, default=steps, help="training steps per round")
     parser.add_argument("--threads", type=int, default=1,
                         help="TensorFlow intra/inter-op threads (0 = TensorFlow's default)")
     args = parser.parse_args(argv)
     if args.threads:
         tf.config.threading.set_intra_op_parallelism_threads(args.threads)
         tf.config.threading.set_inter_op_parallelism_threads(args.threads)
-
     rng = np.random.default_rng(0)
     x = rng.random((args.steps * BATCH, 28, 28, 1), dtype=np.float32)
     y = rng.integers(0, 10, args.steps * BATCH)
+    return args, x, y
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, x, y = rounds_setup(__doc__, argv, rounds=15, steps=100)
     root = tempfile.mkdtemp(prefix="tfguard-bench-")
     # One Logger per contender for the whole benchmark (one run, several fits),
     # as a user would keep one callback for a training run.

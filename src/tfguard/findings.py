@@ -47,6 +47,8 @@ SYMPTOMS: dict[str, str] = {
     "label_range": "labels lie outside the range the loss and output accept",
     "pipeline_order": "the input pipeline's order of operations is wrong (e.g. no shuffle before batch)",
     "learning_rate": "the learning rate is far too high (or too low) for this model",
+    "input_bound": "training waits for its input pipeline more than it computes",
+    "python_in_pipeline": "the tf.data pipeline runs Python (py_function, numpy_function, a generator)",
 }
 
 #: Severities, from the mildest to the worst.

@@ -39,6 +39,7 @@ def batch(metric: str) -> str:
 
 LEARNING_RATE = "optimizer/learning_rate"
 STEPS_PER_SECOND = "perf/steps_per_second"
+INPUT_WAIT_FRACTION = "perf/input_wait_fraction"  # of a recorded step, spent waiting for its batch
 
 # -- namespaces: the first part of every tag ----------------------------------------
 TRAIN = "train/"
@@ -78,6 +79,36 @@ def from_keras_log(key: str) -> str:
     if key.startswith("val_"):
         return val(key[len("val_"):])
     return train(key)
+
+
+KERAS_GUARD_LOGS = ("guard_violations", "guard_skipped")
+"""The firewall's counters in Keras logs: written as `guard/*` by the firewall, not as metrics."""
+
+
+def from_keras_logs(logs, *, batch_level: bool = False) -> dict[str, float]:
+    """Tag -> value of the numeric scalar entries of Keras logs, as the Logger writes them and the live recorder keeps them.
+
+    Epoch logs are named by `from_keras_log`; batch logs become
+    `batch/<name>`. The firewall's counters and anything that is not one
+    number (text, arrays) are left out.
+
+    Example:
+
+    >>> from_keras_logs({"loss": 0.5, "val_loss": 0.7, "guard_skipped": 1, "note": "x"})
+    {'train/loss': 0.5, 'val/loss': 0.7}
+    >>> from_keras_logs({"loss": 0.5}, batch_level=True)
+    {'batch/loss': 0.5}
+    """
+    values = {}
+    for key, value in (logs or {}).items():
+        if key in KERAS_GUARD_LOGS or getattr(value, "ndim", 0) != 0:
+            continue
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            continue
+        values[batch(key) if batch_level else from_keras_log(key)] = number
+    return values
 
 
 def is_metric(tag: str) -> bool:
@@ -186,3 +217,8 @@ CONFIG_HPARAMS = "config/hparams"  # markdown table
 CONFIG_MODEL = "config/model"  # JSON: layers, activations, output activation, loss
 CONFIG_LINT = "config/lint"  # JSON list of static (lint) findings at train start
 IMAGES_INPUTS = "images/inputs"
+
+
+def weight_image(variable: str) -> str:
+    """A weight drawn as an image, as Keras's `write_images` does."""
+    return f"images/weights/{variable}"

@@ -135,9 +135,8 @@ def test_a_crashed_fit_is_reported_as_such_never_healthy(tmp_path, xy):
             if batch == 2:
                 raise RuntimeError("the data loader died")
 
-    with attached(logdir=tmp_path, logger=False) as session:
-        with pytest.raises(RuntimeError):
-            model.fit(*xy, epochs=2, batch_size=8, verbose=0, callbacks=[Boom()])
+    with attached(logdir=tmp_path, logger=False) as session, pytest.raises(RuntimeError):
+        model.fit(*xy, epochs=2, batch_size=8, verbose=0, callbacks=[Boom()])
     (diagnosis,) = session.diagnoses
     assert diagnosis.status["state"] == "failed" and not diagnosis.healthy
     assert diagnosis.status["type"] == "RuntimeError" and "data loader died" in diagnosis.status["text"]

@@ -83,13 +83,16 @@ def main(argv: list[str]) -> int:
     for name, cause, det, _, trials in problems:
         best = min((t for t in trials if t.fix), key=lambda t: t.after / t.before
                    if math.isfinite(t.before) and t.before else 0, default=None)
-        change = best.change if best else "none helped" if trials else "no trial"
+        change = best.change[:90] if best else "none helped" if trials else "no trial"
         before = f"{best.before:.4g}" if best else "-"
         after = f"{best.after:.4g}" if best else "-"
         print(f"| {name} | {cause} | {'yes' if det else 'no'} | {change} | {before} | {after} |")
     fixes = sum(t.fix for t in rows)
-    print(f"\ndetected problems helped by a tried remedy: {len(helped)}/{len(detected)} "
-          f"({100 * len(helped) / max(len(detected), 1):.0f} %); trials: {len(rows)}, "
+    alarmed = [p for p in problems if p[4] or p[2]]
+    print(f"\ndetected problems (cause among the alarms) helped by a tried remedy: "
+          f"{len(helped)}/{len(detected)} ({100 * len(helped) / max(len(detected), 1):.0f} %); "
+          f"programs with any alarm helped: {sum(p[3] for p in alarmed)}/{len(alarmed)}; "
+          f"trials: {len(rows)}, "
           f"improved {fixes}, no better {sum(t.verdict == 'no better' for t in rows)}, "
           f"worse {sum(t.verdict == 'worse' for t in rows)}, "
           f"not applied {sum(t.verdict == 'not applied' for t in rows)}; "

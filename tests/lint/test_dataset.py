@@ -161,11 +161,38 @@ def test_zip_branches_are_checked_once(rng):
     assert f.evidence["chain"][0] == "TensorSliceDataset"
 
 
-def test_generator_source(rng):
+def test_generator_source_is_python_in_the_pipeline(rng):
     ds = tf.data.Dataset.from_generator(
         lambda: iter(range(8)), output_signature=tf.TensorSpec([], tf.int64)
     )
-    assert lint_dataset(ds.shuffle(8).batch(2).prefetch(1)) == []
+    (finding,) = lint_dataset(ds.shuffle(8).batch(2).prefetch(1))
+    assert (finding.id, finding.code, finding.severity) == ("python_in_pipeline", "generator_source",
+                                                            "warning")
+    assert "from_tensor_slices" in finding.suggestion and "GIL" in finding.message
+
+
+def clip_pixels(x):
+    """A NumPy stage users write: the common one has a TensorFlow op."""
+    return np.clip(x, 0, 255).astype(np.float32)
+
+
+@pytest.mark.parametrize("wrap", ["py_function", "numpy_function"])
+def test_a_python_map_is_named_with_its_cost_and_the_tf_rewrite(wrap):
+    call = getattr(tf, wrap)
+    ds = tf.data.Dataset.range(16).map(
+        lambda x: call(clip_pixels, [x], tf.float32), num_parallel_calls=tf.data.AUTOTUNE
+    ).batch(4).prefetch(tf.data.AUTOTUNE)
+    (finding,) = lint_dataset(ds)
+    assert (finding.id, finding.code) == ("python_in_pipeline", "python_map")
+    assert "clip_pixels" in finding.message and "SavedModel" in finding.message
+    assert "tf.clip_by_value" in finding.suggestion
+    assert finding.evidence["python_ops"] == (["EagerPyFunc"] if wrap == "py_function" else ["PyFunc"])
+
+
+def test_a_pure_tensorflow_pipeline_has_no_python_finding():
+    ds = tf.data.Dataset.range(16).map(lambda x: tf.cast(x, tf.float32) / 255.0,
+                                      num_parallel_calls=tf.data.AUTOTUNE)
+    assert lint_dataset(ds.shuffle(16).batch(4).prefetch(tf.data.AUTOTUNE)) == []
 
 
 def test_is_batched(base):

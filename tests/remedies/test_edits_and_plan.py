@@ -76,7 +76,7 @@ def test_plan_tries_root_causes_once_each_and_skips_what_their_remedy_covers():
         ("learning_rate", "learning_rate_x0.1"), ("learning_rate", "learning_rate_default"),
         ("exploding_gradient", "clipnorm")]  # nonfinite's remedies were already planned
     assert len(plan([lr, boom], max_trials=1)) == 1
-    assert remedies_for(Finding("pipeline_order", "warning", "x")) == []
+    assert remedies_for(Finding("input_bound", "warning", "x")) == []
     low = Finding("learning_rate", "warning", "too low", evidence={"direction": "low",
                   "learning_rate": 1e-7, "optimizer": "SGD"})
     assert [r.title for r in remedies_for(low)] == ["learning_rate ×10",
@@ -109,3 +109,29 @@ def test_a_remedy_that_does_not_apply_says_why():
             0.1, 10, 0.5)), loss="mse")
     assert not seen.changes and "schedule" in seen.notes[0]
     assert isinstance(lr, Remedy)
+
+
+def _seen(val_losses, kept=None, changes=("a change",), fraction=1.0):
+    from tfguard.remedies.intercept import FitCapture
+
+    seen = Intercept(epochs_fraction=fraction)
+    model = object()
+    seen.fits.append(FitCapture(model, 0, {}, [{"loss": v, "val_loss": v} for v in val_losses],
+                                kept_epoch=kept))
+    seen.changes.extend(changes)
+    return seen
+
+
+def test_an_early_stopped_trial_is_judged_by_the_weights_it_kept_against_the_original_end():
+    from tfguard.remedies import judge
+
+    overfit = Finding("overfitting", "warning", "val loss rises")
+    remedy = remedies_for(overfit)[0]
+    original = _seen([1.0, 0.7, 0.9, 1.1, 1.3])
+    trial = judge(overfit, remedy, original, _seen([1.0, 0.7, 0.9, 1.1], kept=1))
+    assert (trial.before, trial.after, trial.verdict) == (1.3, 0.7, "improved")
+    assert "kept the weights of epoch 2" in trial.notes[0]
+    shortened = judge(overfit, remedy, original, _seen([0.9, 0.6], fraction=0.4))
+    assert (shortened.before, shortened.after) == (0.7, 0.6)  # the original at the same epoch
+    idle = judge(overfit, remedy, original, _seen([0.1], changes=()))
+    assert idle.verdict == "not applied" and not idle.fix

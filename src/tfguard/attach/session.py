@@ -54,6 +54,7 @@ import warnings
 from collections.abc import Callable, Mapping
 
 import keras
+import tensorflow as tf
 
 from tfguard.attach.fitcall import fit_hparams, run_name, user_callbacks
 from tfguard.attach.hidden_logs import HideGuardLogs
@@ -70,6 +71,7 @@ from tfguard.firewall import (
 )
 from tfguard.firewall.config import enabled_by_environment
 from tfguard.firewall.host import EpochTracker
+from tfguard.lint.dataset import lint_dataset
 from tfguard.lint.failure import failure_record
 from tfguard.summary import Logger
 
@@ -338,6 +340,7 @@ class AttachSession:
             record, bound.arguments.get("callbacks"), hparams, run_dir, state)
         if callbacks is not None:
             bound.arguments["callbacks"] = callbacks
+        self._lint_pipeline(bound.arguments.get("x"), live, logger, record)
         listener = self._event_listener(record)
         inst.add_event_listener(listener)
         self._running.add(id(model))
@@ -445,6 +448,22 @@ class AttachSession:
         except Exception as error:  # the script's result must not depend on the diagnosis
             record.notes.append(f"the diagnosis failed: {type(error).__name__}: {error}")
             return None
+
+    def _lint_pipeline(self, x, live, logger, record: FitRecord) -> None:
+        """The static check of the `tf.data` pipeline given to `fit`, for the rules and the log."""
+        if not isinstance(x, tf.data.Dataset):
+            return
+        try:
+            findings = lint_dataset(x)
+        except Exception as error:  # a pipeline the check cannot read still trains
+            record.notes.append(f"the input pipeline could not be checked: {type(error).__name__}")
+            return
+        if live is not None:
+            known = {(f.get("id"), f.get("where")) if isinstance(f, dict) else f.key
+                     for f in live.recorder.lint}
+            live.recorder.lint.extend(f for f in findings if f.key not in known)
+        if logger is not None:
+            logger.pipeline_lint = findings
 
     def _failure(self, record: FitRecord) -> dict:
         state = next((s for s in self._models.values() if s.run == record.run), None)

@@ -33,7 +33,7 @@ from tfguard.findings import Finding, fmt, severity_rank
 
 #: Data and configuration problems, in the order they are listed (first: most fundamental).
 CAUSES = ("label_range", "loss_activation_mismatch", "unnormalized_input", "learning_rate",
-          "pipeline_order")
+          "pipeline_order", "python_in_pipeline")
 
 #: What each cause can produce.
 EXPLAINS = {
@@ -46,6 +46,7 @@ EXPLAINS = {
     "learning_rate": {"nonfinite", "exploding_gradient", "dead_relu", "saturated_activation",
                       "no_learning", "slow_convergence", "oscillating_loss"},
     "pipeline_order": {"oscillating_loss", "no_learning", "slow_convergence"},
+    "python_in_pipeline": {"input_bound"},
 }
 _LOW_RATE_EXPLAINS = {"no_learning", "slow_convergence", "vanishing_gradient"}
 
@@ -71,6 +72,8 @@ def because(cause: Finding) -> str:
         return "the loss does not fit the output activation"
     if cause.id == "pipeline_order":
         return "batches arrive unshuffled"
+    if cause.id == "python_in_pipeline":
+        return "a pipeline stage runs Python"
     return cause.id.replace("_", " ")
 
 

@@ -40,6 +40,7 @@ from tfguard.diagnose.rules import Rule
 from tfguard.diagnose.thresholds import Thresholds
 from tfguard.firewall import instrument as instrument_model
 from tfguard.lint.describe import describe_model
+from tfguard.summary.runinfo import learning_rate, step_values
 
 
 def _describe(model) -> dict | None:
@@ -115,10 +116,7 @@ class LiveDiagnosis(keras.callbacks.Callback):
             self._inst.add_event_listener(self._on_guard_event)
 
     def _on_record(self, record) -> None:
-        self.recorder.add(record.step, record.scalars)
-        loss = record.logs.get("loss")
-        if record.moved and loss is not None:
-            self.recorder.add_scalar(tags.batch("loss"), record.step, loss)
+        self.recorder.add(record.step, step_values(record, getattr(self.model, "optimizer", None)))
 
     def _on_guard_event(self, event) -> None:
         self.recorder.add_text(tags.GUARD_EVENTS, event.step, event.message)
@@ -141,7 +139,8 @@ class LiveDiagnosis(keras.callbacks.Callback):
         # fits of one model continue one history: fit(epochs=1) in a loop is epoch 0, 1, 2, ...
         epoch = max(int(epoch), self._next_epoch)
         self._next_epoch = epoch + 1
-        self.recorder.end_epoch(epoch, self._step(), logs)
+        self.recorder.end_epoch(epoch, self._step(), logs,
+                                learning_rate(getattr(self.model, "optimizer", None)))
         self.diagnosis = diagnose(self.recorder.signals(), rules=self.rules,
                                   thresholds=self.thresholds)
         for finding in self.diagnosis.findings:

@@ -80,7 +80,8 @@ class SignalRecorder:
         """Records a firewall violation (a `GuardEvent`) as evidence for the rules."""
         self._events.append(event_record(event))
 
-    def end_epoch(self, epoch: int, step: int, logs: Mapping[str, object] | None) -> None:
+    def end_epoch(self, epoch: int, step: int, logs: Mapping[str, object] | None,
+                  learning_rate: float | None = None) -> None:
         """Records the epoch-end Keras logs at the step that ended epoch `epoch`.
 
         `loss` becomes `train/loss`, `val_loss` becomes `val/loss`,
@@ -90,6 +91,7 @@ class SignalRecorder:
             epoch: the 0-based epoch.
             step: the optimizer's iterations at the end of the epoch.
             logs: the logs Keras passes to `on_epoch_end`.
+            learning_rate: the optimizer's learning rate now. Defaults to `None`.
         """
         while len(self._ends) < epoch:  # epochs before an initial_epoch
             self._ends.append(-1)
@@ -97,13 +99,11 @@ class SignalRecorder:
             self._ends.append(int(step))
         else:
             self._ends[epoch] = int(step)
-        self.add_scalar(tags.EPOCH, step, epoch)
-        for name, value in (logs or {}).items():
-            try:
-                value = float(np.asarray(value))
-            except (TypeError, ValueError):
-                continue
-            self.add_scalar(tags.from_keras_log(name), step, value)
+        values = {tags.EPOCH: float(epoch), **tags.from_keras_logs(logs)}
+        if learning_rate is not None:  # the optimizer's, as it is now: it overrides a log entry
+            values[tags.LEARNING_RATE] = float(learning_rate)
+        for tag, value in values.items():
+            self.add_scalar(tag, step, value)
 
     def signals(self) -> Signals:
         """The history so far as `Signals` (`source="live"`)."""

@@ -92,8 +92,13 @@ def render_run(d: Diagnosis, console: Console, *, show_skipped: bool = True) -> 
     title.append("run ", style="bold")
     title.append(clean(d.run), style="bold magenta")
     title.append(f"  ({clean(d.source, 40)})  ", style="dim")
+    state = d.status.get("state", "completed")
     if unreadable(d):
         title.append("unreadable: its event files are damaged", style="bold red")
+    elif state != "completed":
+        title.append(clean(d.status.get("text", state), 300), style="bold red")
+        if worst is not None:
+            title.append("; findings below", style=STYLES[worst])
     elif worst is None:
         title.append("healthy: no symptom found", style="bold green")
     else:

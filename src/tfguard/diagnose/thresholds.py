@@ -146,6 +146,12 @@ class Thresholds:
             also shows a symptom such a rate produces (dead ReLUs, no
             learning, oscillation, NaN). tfguard: measured (the healthy runs
             tried use 1-10x their default). Defaults to `30.0`.
+        input_wait_max: a median share of a step spent waiting for the next
+            batch (`perf/input_wait_fraction`) above this means the input
+            pipeline, not the model, sets the pace. tf.data performance guide
+            (an accelerator idle while the host prepares data); tfguard:
+            measured in tests/diagnose/test_pipeline_pitfalls.py (a cached,
+            prefetched pipeline of a small model: about 0.2). Defaults to `0.5`.
     """
 
     persistence: int = 3
@@ -180,6 +186,7 @@ class Thresholds:
     update_ratio_max: float = 0.1
     update_ratio_min: float = 1e-6
     lr_default_factor: float = 30.0
+    input_wait_max: float = 0.5
 
     @classmethod
     def resolve(cls, thresholds: Thresholds | Mapping | None) -> Thresholds:

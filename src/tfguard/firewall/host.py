@@ -18,7 +18,9 @@ For each step the host:
 One replica, one step per execution: the step hands the batch back with its
 flags (a tensor handle, no copy), and Keras keeps pulling batches in-graph.
 Otherwise (replicas, `steps_per_execution > 1`) the host pulls each batch so
-a bad one is still in hand.
+a bad one is still in hand. A recording step always pulls its batch on the
+host, to measure how long it waited for it (`perf/input_wait_fraction`):
+input-bound training is seen on every run, without a profiler.
 
 Example:
 
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import time
 
 import keras
 import numpy as np
@@ -97,6 +100,7 @@ class Host:
         self.inst = inst
         self.make = make
         self.functions: dict[frozenset, object] = {}
+        self.calls: dict[frozenset, int] = {}
         self.last_logs: dict | None = None
 
     def function(self, kinds: frozenset):
@@ -120,6 +124,8 @@ class Host:
             def train_function(iterator):
                 start = inst.global_step_hint()
                 kinds = inst.bus.due(start) if inst.bus.wants_signals else frozenset()
+                if kinds:  # a recording step pulls its batch on the host: the wait is measured
+                    return self._timed_step(iterator, kinds, start)
                 logs = self._call(kinds, iterator)
                 batch = logs.get(OUTPUT_KEY, {}).pop("batch", {})
                 data = (batch.get("x"), batch.get("y"), batch.get("sample_weight"))
@@ -130,19 +136,43 @@ class Host:
             def train_function(iterator):
                 outputs = None
                 for _ in range(max(1, int(model.steps_per_execution))):
-                    try:
-                        data = next(iterator)
-                    except (StopIteration, tf.errors.OutOfRangeError):
-                        break
                     start = inst.global_step_hint()
                     kinds = inst.bus.due(start) if inst.bus.wants_signals else frozenset()
-                    outputs = self.after_step(data, self._call(kinds, iter([data])), kinds, start)
+                    try:
+                        outputs = self._timed_step(iterator, kinds, start)
+                    except StopIteration:
+                        break
                 if outputs is None:
                     raise StopIteration
                 return outputs
 
         train_function._tfguard = True
         return train_function
+
+    def _timed_step(self, iterator, kinds: frozenset, start: int) -> dict:
+        """Pulls the batch on the host, runs the step, and measures the share spent waiting for data.
+
+        The wait is the time `next(iterator)` blocked; the step, the time
+        until its outputs are on the host. Their ratio is
+        `perf/input_wait_fraction` of a recording step (the first call of a
+        trace, which compiles it, is not measured).
+        """
+        begin = time.perf_counter()
+        try:
+            data = next(iterator)
+        except (StopIteration, tf.errors.OutOfRangeError):
+            raise StopIteration from None
+        pulled = time.perf_counter()
+        key = RECORDING if kinds else frozenset()
+        warm = self.calls.get(key, 0) > 0
+        logs = self._call(kinds, iter([data]))
+        extra = logs.get(OUTPUT_KEY, {})
+        extra.pop("batch", None)
+        if "iterations" in extra:
+            np.asarray(extra["iterations"])  # the step's outputs are here: it has run
+        done = time.perf_counter()
+        wait = (pulled - begin) / (done - begin) if warm and done > begin else None
+        return self.after_step(data, logs, kinds, start, input_wait=wait)
 
     def _call(self, kinds: frozenset, argument):
         """Runs the plain trace, or the recording trace (telling it whether histograms are due)."""
@@ -151,6 +181,7 @@ class Host:
         if kinds:
             inst.set_histograms_due(HISTOGRAMS in kinds)
         function = self.function(key)
+        self.calls[key] = self.calls.get(key, 0) + 1
         inst.tracing_kinds = key
         try:
             logs = function(argument)
@@ -159,7 +190,8 @@ class Host:
         inst.plan = inst.plans.get(key, inst.plan)
         return logs
 
-    def after_step(self, data, logs: dict, kinds: frozenset, start: int) -> dict:
+    def after_step(self, data, logs: dict, kinds: frozenset, start: int,
+                   input_wait: float | None = None) -> dict:
         """Counts the batch, applies the policy, feeds the listeners; returns Keras's logs."""
         inst = self.inst
         extra = logs.pop(OUTPUT_KEY, {})
@@ -182,15 +214,18 @@ class Host:
                 inst.consecutive_skips = 0
         user_logs = logs.pop(LOGS_KEY) if LOGS_KEY in logs else logs
         if kinds and inst.bus.subscriptions:
-            self._deliver(extra, plan, kinds, position, step, moved, user_logs if applied else {})
+            self._deliver(extra, plan, kinds, position, step, moved, user_logs if applied else {},
+                          input_wait)
         return self._keras_logs(user_logs, applied)
 
-    def _deliver(self, extra, plan, kinds, position, step, moved, logs) -> None:
+    def _deliver(self, extra, plan, kinds, position, step, moved, logs, input_wait=None) -> None:
         scalars: dict = {}
         histograms: dict = {}
         if "signals" in extra:
             values = np.asarray(extra["signals"], np.float64).tolist()
             scalars = dict(zip(plan.scalar_keys, values))
+        if input_wait is not None:
+            scalars[tags.INPUT_WAIT_FRACTION] = input_wait
         if "histograms" in extra and HISTOGRAMS in kinds:
             stacked = np.asarray(extra["histograms"], np.float64)
             histograms = dict(zip(plan.histogram_keys, stacked))

@@ -14,6 +14,8 @@ TensorShape([2, 3])
 
 from __future__ import annotations
 
+import math
+
 import keras
 import tensorflow as tf
 
@@ -129,12 +131,15 @@ def buckets_many(tensors: list[tf.Tensor], count: int = 30) -> tf.Tensor:
 
 
 def leading_examples(values: tf.Tensor, limit: int = ACTIVATION_SAMPLE) -> tf.Tensor:
-    """The first examples of a batch (axis 0), as many as hold at most `limit` values (at least one).
+    """The first examples of a batch (axis 0), as many as hold at most `limit` values.
 
     A contiguous slice: every channel and position is represented (a strided
-    sample could fall on one channel only). The count is static when the
-    per-example shape is known, so it holds under XLA; with an unknown
-    per-example shape the whole tensor is returned.
+    sample could fall on one channel only). Where one example alone holds
+    more than `limit` values (an upsampled image, a long sequence), the first
+    example is flattened and sampled with a stride coprime to its last axis,
+    so every channel still shows and the sample never grows with the layer.
+    The count is static when the per-example shape is known, so it holds
+    under XLA; with an unknown per-example shape the whole tensor is returned.
 
     Example:
 
@@ -142,12 +147,19 @@ def leading_examples(values: tf.Tensor, limit: int = ACTIVATION_SAMPLE) -> tf.Te
     TensorShape([3, 26, 26, 32])
     >>> leading_examples(tf.zeros([8, 4])).shape
     TensorShape([8, 4])
+    >>> leading_examples(tf.zeros([2, 512, 512, 3]), limit=1000).shape
+    TensorShape([1000])
     """
     shape = values.shape
     if shape.rank is None or shape.rank < 2 or not shape[1:].is_fully_defined():
         return values
     per_example = max(1, shape[1:].num_elements())
-    return values[: max(1, limit // per_example)]
+    if per_example <= limit:
+        return values[: max(1, limit // per_example)]
+    stride = -(-per_example // limit)
+    if math.gcd(stride, shape[-1]) != 1:
+        stride = next(s for s in range(stride + 1, stride + shape[-1] + 2) if math.gcd(s, shape[-1]) == 1)
+    return tf.reshape(values[:1], [-1])[::stride][:limit]
 
 
 def moments(values: tf.Tensor) -> dict[str, tf.Tensor]:

@@ -15,8 +15,12 @@ The checks walk every source-to-output path of the pipeline (see
 | `no_prefetch` | info | the pipeline does not end with `prefetch` |
 | `prefetch_not_last` | info | `prefetch` is used, but not as the last step |
 | `unreadable_pipeline` | info | the graph could not be serialized; nothing was checked |
+| `python_map` | warning | a stage calls Python (`tf.py_function`, `tf.numpy_function`): id `python_in_pipeline` |
+| `generator_source` | warning | the source is `Dataset.from_generator`: id `python_in_pipeline` |
 
-Every finding has `id="pipeline_order"`; `where` names the op and its
+Every finding has `id="pipeline_order"` (`python_in_pipeline` for the
+calls into Python, with the TensorFlow op that would do the same when the
+function is a common one); `where` names the op and its
 position in the chain (0 = the source), and `evidence["chain"]` lists the op
 types from the source to the output.
 
@@ -29,6 +33,8 @@ Example:
 """
 
 from __future__ import annotations
+
+import inspect
 
 import tensorflow as tf
 
@@ -43,10 +49,11 @@ from tfguard.lint.dataset_graph import (
     UNBATCH_OPS,
     DatasetGraph,
     DatasetOp,
+    python_function,
     read_dataset_graph,
     require_dataset,
 )
-from tfguard.lint.finding import PIPELINE_ORDER, LintFinding
+from tfguard.lint.finding import PIPELINE_ORDER, PYTHON_IN_PIPELINE, LintFinding
 
 _RULES = []
 
@@ -65,10 +72,11 @@ class _Context:
         self.options = options
         self.types = [op.op for op in path]
 
-    def finding(self, code, severity, index, message, suggestion, **evidence) -> LintFinding:
+    def finding(self, code, severity, index, message, suggestion, *, symptom=PIPELINE_ORDER,
+                **evidence) -> LintFinding:
         op = self.path[index]
         return LintFinding(
-            id=PIPELINE_ORDER,
+            id=symptom,
             severity=severity,
             message=message[0].upper() + message[1:],
             where=f"{op.op} '{op.name}' at position {index} of {len(self.path)} (0 = source)",
@@ -238,6 +246,80 @@ def _sequential_map(ctx: _Context):
                 "Interleave runs without num_parallel_calls: files are read one at a time.",
                 "Pass num_parallel_calls=tf.data.AUTOTUNE to .interleave().",
             )
+
+
+#: Python/NumPy/PIL calls with a TensorFlow op that does the same inside the graph.
+TF_REWRITES = (
+    ("resize", "tf.image.resize(image, size)"),
+    ("np.clip", "tf.clip_by_value(x, low, high)"),
+    ("clip(", "tf.clip_by_value(x, low, high)"),
+    ("fliplr", "tf.image.flip_left_right(image)"),
+    ("flip(", "tf.image.flip_left_right / flip_up_down"),
+    ("rot90", "tf.image.rot90(image)"),
+    ("astype", "tf.cast(x, dtype)"),
+    ("/ 255", "tf.cast(x, tf.float32) / 255.0"),
+    ("np.log", "tf.math.log(x)"),
+    ("np.exp", "tf.math.exp(x)"),
+    ("np.mean", "tf.reduce_mean(x)"),
+    ("np.pad", "tf.pad(x, paddings)"),
+    ("imread", "tf.io.read_file(path) + tf.io.decode_image(contents)"),
+    ("Image.open", "tf.io.read_file(path) + tf.io.decode_image(contents)"),
+    ("open(", "tf.io.read_file(path)"),
+    ("json.loads", "tf.io.parse_example / tf.io.decode_json_example"),
+    (".split(", "tf.strings.split(text)"),
+    (".lower(", "tf.strings.lower(text)"),
+)
+
+
+def _rewrite_for(token: str) -> tuple[str | None, str | None]:
+    """`(function name, suggested TF op)` of the Python callable behind a py_function op."""
+    function = python_function(token)
+    if function is None:
+        return None, None
+    name = getattr(function, "__qualname__", None) or getattr(function, "__name__", None)
+    try:
+        source = inspect.getsource(function)
+    except (OSError, TypeError):
+        return name, None
+    for needle, rewrite in TF_REWRITES:
+        if needle in source:
+            return name, rewrite
+    return name, None
+
+
+@_rule
+def _python_stages(ctx: _Context):
+    for i, op in enumerate(ctx.path):
+        if not op.python_calls:
+            continue
+        kinds = sorted({kind for kind, _ in op.python_calls})
+        if "GeneratorDataset" in kinds:
+            yield ctx.finding(
+                "generator_source", "warning", i,
+                "the pipeline's source is Dataset.from_generator: every element is produced by "
+                "Python, one at a time under the GIL, so num_parallel_calls and prefetch cannot "
+                "speed it up, and the pipeline cannot be saved with the model.",
+                "Build the source from the data itself: from_tensor_slices for arrays in "
+                "memory, TFRecord files (tf.data.TFRecordDataset) or list_files + "
+                "tf.io.read_file for files on disk.",
+                python_ops=kinds, symptom=PYTHON_IN_PIPELINE,
+            )
+            continue
+        tokens = [token for kind, token in op.python_calls if token]
+        name, rewrite = _rewrite_for(tokens[0]) if tokens else (None, None)
+        called = f" ({name})" if name else ""
+        fix = (f"Rewrite the function with TensorFlow ops, e.g. {rewrite}, and drop the "
+               "py_function." if rewrite else
+               "Rewrite the function with TensorFlow ops (tf.image, tf.strings, tf.math, tf.io) "
+               "and drop the py_function; keep Python for what only Python can do, offline.")
+        yield ctx.finding(
+            "python_map", "warning", i,
+            f"{op.op} at position {i} calls Python{called} through "
+            f"{' and '.join(kinds)}: it runs under the GIL, one element at a time whatever "
+            "num_parallel_calls says, and cannot be serialized into a SavedModel.",
+            fix, python_ops=kinds, python_function=name or "", rewrite=rewrite or "",
+            symptom=PYTHON_IN_PIPELINE,
+        )
 
 
 def _prefetch_findings(ctx: _Context):

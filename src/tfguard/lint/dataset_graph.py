@@ -133,6 +133,9 @@ class DatasetOp:
             `deterministic`).
         functions: names of the functions the op runs (`map`, `filter`, ...).
         random_ops: the random op types found in those functions, sorted.
+        python_calls: `(op type, token)` of each call into Python in those
+            functions (`EagerPyFunc`, `PyFunc`, `PyFuncStateless`, or
+            `GeneratorDataset` for `from_generator`).
     """
 
     name: str
@@ -142,6 +145,7 @@ class DatasetOp:
     attrs: dict = dataclasses.field(default_factory=dict)
     functions: tuple[str, ...] = ()
     random_ops: tuple[str, ...] = ()
+    python_calls: tuple[tuple[str, str], ...] = ()
 
     @property
     def is_random(self) -> bool:
@@ -225,20 +229,56 @@ def _functions_of(attr_values) -> list[str]:
     return names
 
 
-def _random_ops(function_names, library) -> set[str]:
-    found, seen, stack = set(), set(), list(function_names)
+PYTHON_OPS = frozenset({"PyFunc", "PyFuncStateless", "EagerPyFunc"})
+"""Ops that call back into Python (`tf.py_function`, `tf.numpy_function`, `from_generator`)."""
+GENERATOR_OPS = frozenset({"GeneratorDataset"})
+
+
+def _nodes_in(function_names, library):
+    """Every node of the functions, and of the functions they call, depth first."""
+    seen, stack = set(), list(function_names)
     while stack:
         fname = stack.pop()
         if fname in seen or fname not in library:
             continue
         seen.add(fname)
         for node in library[fname].node_def:
-            if is_random_op(node.op):
-                found.add(node.op)
+            yield node
             if node.op in library:
                 stack.append(node.op)
             stack.extend(_functions_of(node.attr.values()))
-    return found
+
+
+def python_function(token: str):
+    """The Python callable a `py_function`/`numpy_function` op calls, or `None`.
+
+    Reads TensorFlow's registry of those callables (`script_ops._py_funcs`,
+    private: best effort, listed in the README's compatibility note).
+    """
+    try:
+        from tensorflow.python.ops import script_ops
+
+        function = script_ops._py_funcs.get(token)
+    except Exception:  # noqa: BLE001 - a private registry: a name, when it answers
+        return None
+    # tf.py_function registers an EagerFunc wrapper; the user's callable is its `_func`.
+    return getattr(function, "_func", function)
+
+
+def _random_ops(function_names, library) -> set[str]:
+    return {node.op for node in _nodes_in(function_names, library) if is_random_op(node.op)}
+
+
+def _python_calls(function_names, library) -> tuple[tuple[str, str], ...]:
+    """`(op type, token)` of each call into Python; a generator source shows as `GeneratorDataset`."""
+    found = []
+    for node in _nodes_in(function_names, library):
+        if node.op in PYTHON_OPS:
+            token = node.attr["token"].s.decode() if "token" in node.attr else ""
+            found.append((node.op, token))
+        elif node.op in GENERATOR_OPS:
+            found.append((node.op, ""))
+    return tuple(sorted(set(found)))
 
 
 def graph_def_of(ds: tf.data.Dataset) -> graph_pb2.GraphDef:
@@ -331,6 +371,7 @@ def parse_graph_def(graph_def: graph_pb2.GraphDef) -> DatasetGraph:
             attrs=attrs,
             functions=functions,
             random_ops=tuple(sorted(_random_ops(functions, library))),
+            python_calls=_python_calls(functions, library),
         )
     output = None
     for node in graph_def.node:

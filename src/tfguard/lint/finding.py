@@ -35,6 +35,8 @@ LABEL_RANGE = "label_range"
 UNNORMALIZED_INPUT = "unnormalized_input"
 PIPELINE_ORDER = "pipeline_order"
 NONFINITE = "nonfinite"
+PYTHON_IN_PIPELINE = "python_in_pipeline"
+INPUT_BOUND = "input_bound"
 
 SYMPTOM_IDS = (
     LOSS_ACTIVATION_MISMATCH,
@@ -42,11 +44,12 @@ SYMPTOM_IDS = (
     UNNORMALIZED_INPUT,
     PIPELINE_ORDER,
     NONFINITE,
+    PYTHON_IN_PIPELINE,
 )
 
 
 LintFinding = Finding
 """A static check's finding: the same `tfguard.findings.Finding` the diagnosis uses."""
 
-__all__ = ["LABEL_RANGE", "LOSS_ACTIVATION_MISMATCH", "NONFINITE", "PIPELINE_ORDER", "SEVERITIES",
+__all__ = ["INPUT_BOUND", "LABEL_RANGE", "PYTHON_IN_PIPELINE", "LOSS_ACTIVATION_MISMATCH", "NONFINITE", "PIPELINE_ORDER", "SEVERITIES",
            "SYMPTOM_IDS", "UNNORMALIZED_INPUT", "LintFinding", "severity_rank", "worst_severity"]

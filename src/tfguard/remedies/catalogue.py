@@ -13,7 +13,7 @@ finding                     remedies tried
 learning_rate (too high)    learning rate ×0.1; the optimizer's Keras default
 learning_rate (too low)     learning rate ×10; the optimizer's Keras default
 oscillating_loss            learning rate ×0.1
-slow_convergence,           learning rate ×10
+slow_convergence,           learning rate ×10; the optimizer's Keras default
 no_learning
 nonfinite,                  `clipnorm=1.0`; learning rate ×0.1
 exploding_gradient
@@ -31,6 +31,8 @@ saturated_activation        `kernel_initializer="glorot_uniform"` (bias
                             zeros); activation → relu with he_normal
 overfitting                 `EarlyStopping(monitor="val_loss",
                             restore_best_weights=True)`
+pipeline_order              the `tf.data` examples shuffled before batching
+                            (`ds.unbatch().shuffle(n).batch(size)`)
 ==========================  ==================================================
 
 `plan(findings)` picks the trials for a diagnosis: warnings and errors only,
@@ -63,6 +65,7 @@ import dataclasses
 from collections.abc import Callable, Iterable, Sequence
 
 import keras
+import tensorflow as tf
 
 from tfguard.diagnose.rules.optimizer import KERAS_DEFAULT_RATES
 from tfguard.findings import Finding, fmt
@@ -126,22 +129,25 @@ def learning_rate_scaled(answers: str, factor: float) -> Remedy:
                   on_compile=_optimizer_hook(lambda o: edits.scale_learning_rate(o, factor=factor)))
 
 
-def learning_rate_default(answers: str, rate: float | None, name: str) -> Remedy:
-    """Sets the learning rate to the optimizer's Keras default."""
-    default = KERAS_DEFAULT_RATES[name]
-    was = fmt(rate) if rate is not None else "?"
+def learning_rate_default(answers: str, rate: float | None = None, name: str | None = None) -> Remedy:
+    """Sets the learning rate to the optimizer's Keras default (unless it is within 2x of it)."""
+    default = KERAS_DEFAULT_RATES.get(name or "")
+    title = (f"learning_rate {fmt(rate)} → {fmt(default)} ({name} default)"
+             if rate is not None and default else "learning_rate → the optimizer's Keras default")
 
     def change(optimizer):
         optimizer = edits.optimizer_of(optimizer)
-        own = KERAS_DEFAULT_RATES.get(type(optimizer).__name__)
+        kind = type(optimizer).__name__
+        own = KERAS_DEFAULT_RATES.get(kind)
         if own is None:
-            raise NotApplicable(f"no known default learning rate for {type(optimizer).__name__}")
+            raise NotApplicable(f"no known default learning rate for {kind}")
+        current = edits.learning_rate_of(optimizer)
+        if own / 2 <= current <= own * 2:
+            raise NotApplicable(f"{kind}'s learning rate {fmt(current)} is near its default {fmt(own)}")
         optimizer, text = edits.scale_learning_rate(optimizer, value=own)
-        return optimizer, f"{text} ({type(optimizer).__name__} default)"
+        return optimizer, f"{text} ({kind} default)"
 
-    return Remedy("learning_rate_default", answers,
-                  f"learning_rate {was} → {fmt(default)} ({name} default)",
-                  on_compile=_optimizer_hook(change))
+    return Remedy("learning_rate_default", answers, title, on_compile=_optimizer_hook(change))
 
 
 def clipnorm(answers: str, value: float = 1.0) -> Remedy:
@@ -287,8 +293,14 @@ def _layers_hook(activations: Sequence[str], change: Callable, target: tuple | N
         layers = [one] if one is not None else _hidden(model, activations)
         if not layers:
             raise NotApplicable(f"no hidden {what} layer")
+        done: dict[str, list[str]] = {}  # the change -> the layers it was made to
         for layer in layers:
-            state.changed(change(layer))
+            text = change(layer).removeprefix(f"layer '{layer.name}' ")
+            done.setdefault(text, []).append(layer.name)
+        for text, names in done.items():
+            who = (f"layer '{names[0]}'" if len(names) == 1 else
+                   f"{len(names)} layers ('{names[0]}' … '{names[-1]}')")
+            state.changed(f"{who} {text}")
     return on_compile
 
 
@@ -336,6 +348,30 @@ def early_stopping(answers: str = "overfitting", patience: int = PATIENCE) -> Re
                   on_fit=on_fit)
 
 
+def shuffle_before_batch(answers: str = "pipeline_order", buffer: int = 10_000) -> Remedy:
+    """Re-batches a `tf.data` input so its examples are shuffled before they are batched."""
+    def on_fit(state, model, arguments):
+        x = arguments.get("x")
+        if not isinstance(x, tf.data.Dataset):
+            raise NotApplicable("the input is not a tf.data.Dataset")
+        first = next(iter(x.take(1)), None)
+        if first is None:
+            raise NotApplicable("the dataset is empty")
+        leading = tf.nest.flatten(first)[0]
+        size = int(leading.shape[0]) if leading.shape.rank else None
+        if not size:
+            raise NotApplicable("the dataset is not batched")
+        batches = int(x.cardinality())
+        shuffled = x.unbatch().shuffle(buffer, seed=0).batch(size)
+        if batches > 0:  # as many batches as before, and Keras knows how many
+            shuffled = shuffled.take(batches).apply(tf.data.experimental.assert_cardinality(batches))
+        arguments["x"] = shuffled
+        state.changed(f"ds.unbatch().shuffle({buffer}).batch({size}): the examples are shuffled "
+                      "before they are batched")
+    return Remedy("shuffle_before_batch", answers, "shuffle the examples before batching them",
+                  on_fit=on_fit)
+
+
 # -- the catalogue -----------------------------------------------------------------------------------
 _SQUASHING = ("sigmoid", "tanh")
 
@@ -370,7 +406,7 @@ def remedies_for(finding: Finding, target: tuple | None = None) -> list[Remedy]:
     if fid == "oscillating_loss":
         return [learning_rate_scaled(fid, 0.1)]
     if fid in ("slow_convergence", "no_learning"):
-        return [learning_rate_scaled(fid, 10.0)]
+        return [learning_rate_scaled(fid, 10.0), learning_rate_default(fid)]
     if fid in ("nonfinite", "exploding_gradient"):
         return [clipnorm(fid), learning_rate_scaled(fid, 0.1)]
     if fid == "unnormalized_input":
@@ -391,6 +427,8 @@ def remedies_for(finding: Finding, target: tuple | None = None) -> list[Remedy]:
                 activation_swap(fid, "relu", _SQUASHING, target, initializer="he_normal")]
     if fid == "overfitting":
         return [early_stopping(fid)]
+    if fid == "pipeline_order":
+        return [shuffle_before_batch(fid)]
     return []
 
 
@@ -436,4 +474,4 @@ def plan(findings: Iterable, *, per_finding: int = PER_FINDING, locate: Callable
 __all__ = ["ALARMS", "PATIENCE", "PER_FINDING", "Remedy", "activation_swap", "clipnorm",
            "early_stopping", "label_remap", "learning_rate_default", "learning_rate_scaled",
            "matching_output", "multi_label_head", "normalization", "plan", "reinit",
-           "remedies_for"]
+           "remedies_for", "shuffle_before_batch"]

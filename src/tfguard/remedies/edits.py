@@ -56,7 +56,12 @@ def optimizer_of(optimizer):
         raise NotApplicable(f"the optimizer {optimizer!r} cannot be read: {error}") from error
 
 
-def _rate(optimizer) -> float:
+def learning_rate_of(optimizer) -> float:
+    """The optimizer's learning rate as a number.
+
+    Raises:
+        NotApplicable: for a learning-rate schedule.
+    """
     rate = getattr(optimizer, "_learning_rate", None)
     if isinstance(rate, keras.optimizers.schedules.LearningRateSchedule) or callable(rate):
         raise NotApplicable(f"{type(optimizer).__name__}'s learning rate is a schedule")
@@ -79,7 +84,7 @@ def scale_learning_rate(optimizer, factor: float | None = None, value: float | N
         NotApplicable: for a schedule, or an optimizer that cannot be read.
     """
     optimizer = optimizer_of(optimizer)
-    old = _rate(optimizer)
+    old = learning_rate_of(optimizer)
     new = float(value) if value is not None else old * float(factor)
     optimizer.learning_rate = new
     return optimizer, f"{type(optimizer).__name__} learning_rate {fmt(old)} → {fmt(new)}"
@@ -341,6 +346,7 @@ def remap_labels(y, source: np.ndarray, target: np.ndarray):
 
 
 __all__ = ["SAMPLE_BATCHES", "NotApplicable", "activation_name", "feature_stats", "label_mapping",
+           "learning_rate_of",
            "label_values", "logits_loss", "loss_kind", "optimizer_of", "output_layer",
            "reinitialize", "remap_labels", "sample_dataset", "scale_learning_rate", "set_activation", "set_clipnorm",
            "standardize"]

@@ -17,6 +17,17 @@ on that data, `after` the remedied one, and the measure's name says so
 A trial whose remedy changed nothing (it did not apply to what the script
 built) is `"not applied"`, with the reason in `notes`; it is never a fix.
 
+`Trial.to_dict` is one entry of the JSON report's `trials` list::
+
+    {"remedy": str, "finding": str, "where": str | null,
+     "change": str,                       # the line a person would write
+     "measure": str,                      # "val_loss", "loss", "... (rescored)"
+     "before": number, "after": number,   # NaN/Inf as "NaN"/"Infinity"
+     "verdict": "improved" | "no better" | "worse" | "not applied",
+     "fix": bool, "margin": number, "epochs": int | null, "run_dir": str | null,
+     "curves": {"before": {key: [per epoch]}, "after": {key: [per epoch]}},
+     "notes": [str], "seconds": number}
+
 Example:
 
 >>> t = Trial(remedy="clipnorm", finding="exploding_gradient", change="SGD(clipnorm=1.0)",
@@ -179,7 +190,10 @@ def judge(finding, remedy, original, trial, *, margin: float = DEFAULT_MARGIN,
     name = measure_name(before_curve) if before_curve else measure_name(after_curve)
     notes = list(trial.notes)
     epochs = len(after_curve.get(name) or [])
-    fewer = epochs if epochs < len(before_curve.get(name) or []) else None
+    # a shortened trial (epochs_fraction) is compared at its own length; one that stopped
+    # early on its own (EarlyStopping) is compared with the original's end, as a person would
+    shortened = getattr(trial, "epochs_fraction", 1.0) < 1
+    fewer = epochs if shortened and epochs < len(before_curve.get(name) or []) else None
     before = _value(before_curve, name, before_kept, fewer)
     after = _value(after_curve, name, after_kept)
     if after_kept is not None:

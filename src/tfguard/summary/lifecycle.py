@@ -127,7 +127,8 @@ class SignalHook:
 WARM_CALLS = 2  # the recording trace compiles at the first step, the plain one at the second
 
 
-def wrap_train_function(model, on_error: Callable[[BaseException], None], peek=None, on_warm=None):
+def wrap_train_function(model, on_error: Callable[[BaseException], None], peek=None, on_warm=None,
+                        around=None):
     """Replaces `model.train_function` with one that reports exceptions (and peeks data).
 
     Args:
@@ -142,6 +143,9 @@ def wrap_train_function(model, on_error: Callable[[BaseException], None], peek=N
             returned: the last call is the first after which every trace of
             the step (an instrumented model has two) is usually compiled, a
             start for measuring speed. Defaults to `None`.
+        around: called as `around(call, "begin")` before and
+            `around(call, "end")` after each call (1-based count over the
+            wrapper's life: the profiler's batches). Defaults to `None`.
 
     Returns:
         The wrapper (pass it to `unwrap_train_function`), or `None` if the
@@ -155,6 +159,9 @@ def wrap_train_function(model, on_error: Callable[[BaseException], None], peek=N
     state = {"peek": peek, "calls": 0}
 
     def train_function(iterator):
+        state["all"] = state.get("all", 0) + 1
+        if around is not None:
+            around(state["all"], "begin")
         try:
             if state["peek"] is not None:
                 peek, state["peek"] = state["peek"], None
@@ -166,6 +173,8 @@ def wrap_train_function(model, on_error: Callable[[BaseException], None], peek=N
             if on_warm is not None and state["calls"] < WARM_CALLS:
                 state["calls"] += 1
                 on_warm()
+            if around is not None:
+                around(state["all"], "end")
             return outputs
         except (StopIteration, tf.errors.OutOfRangeError):
             raise

@@ -81,21 +81,25 @@ from collections.abc import Callable, Mapping
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 from tfguard import tags
 from tfguard.distribute.multiworker import is_chief
 from tfguard.errors import ContractError, SummaryWriteError
-from tfguard.events.run import event_files, read_run
 from tfguard.findings import strict_json
 from tfguard.firewall import instrument, instrumentation_of
 from tfguard.lint.failure import failure_record
 from tfguard.summary import hparams as hparams_module
 from tfguard.summary import lifecycle, runinfo
-from tfguard.summary.images import looks_like_images, unit_images
+from tfguard.summary.first_batch import peek_first_batch
+from tfguard.summary.images import unit_images
+from tfguard.summary.keras_args import KerasArguments
+from tfguard.summary.keras_writes import model_graph_value, weight_values, write_embedding_tables
+from tfguard.summary.profiler import BatchProfiler
 from tfguard.summary.projector import check_embedding_source, compute_embeddings, write_projector
+from tfguard.summary.resume import guard_offsets, resumed
 from tfguard.summary.rundir import run_dir
-from tfguard.summary.runinfo import guard_event_json, guard_event_line, learning_rate
+from tfguard.summary.runinfo import guard_event_json, guard_event_line
+from tfguard.summary.speed import SpeedMeter
 from tfguard.summary.writers import (
     DEFAULT_FILENAME_SUFFIX,
     DEFAULT_FLUSH_MILLIS,
@@ -110,9 +114,6 @@ from tfguard.summary.writers import (
 
 HISTOGRAM_KINDS = ("weights", "gradients", "activations")
 DEFAULT_IMAGES = 3
-_GUARD_LOG_KEYS = ("guard_violations", "guard_skipped")
-
-
 def _check_every(name: str, value) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
         raise ContractError(
@@ -139,17 +140,6 @@ def _histogram_kinds(histograms) -> tuple[str, ...]:
     return kinds
 
 
-def _numbers(logs):
-    """`(key, float)` for the numeric scalar entries of Keras logs (guard counters excluded)."""
-    for key, value in (logs or {}).items():
-        if key in _GUARD_LOG_KEYS or np.ndim(value) != 0:
-            continue
-        try:
-            yield key, float(value)
-        except (TypeError, ValueError):
-            continue
-
-
 class Logger(keras.callbacks.Callback):
     """Writes a training run for TensorBoard: scalars, health signals, histograms, images, text, hparams.
 
@@ -164,10 +154,35 @@ class Logger(keras.callbacks.Callback):
     >>> logger.max_queue, logger.flush_millis, logger.filename_suffix
     (10, 10000, '.v2')
 
+    The arguments of `keras.callbacks.TensorBoard` (`log_dir`,
+    `histogram_freq`, `write_graph`, `write_images`, `write_steps_per_second`,
+    `update_freq`, `profile_batch`, `embeddings_freq`, `embeddings_metadata`)
+    are taken with the same meaning (`tfguard.summary.keras_args`), so
+    replacing one callback by the other is a one-word change. Every
+    `Embedding` table goes to the projector at the end of training (and every
+    `embeddings_freq` epochs), labelled with the vocabulary of the lookup
+    layer that feeds it.
+
     Args:
         logdir: the log root (or, with `run_subdir=False`, the run directory).
+            Defaults to `None` (`log_dir`, else `"logs"` as Keras).
         hparams: the run's hyper-parameters: in the run directory name, the
             `config/hparams` table and TensorBoard's HParams tab. Defaults to `None`.
+        log_dir: Keras's name for `logdir`. Defaults to `None`.
+        histogram_freq: Keras's: weight histograms every this many epochs
+            (`0`: no histogram at all). Defaults to `None` (the step schedule).
+        write_graph: Keras's: the model's graph for the Graphs tab. Defaults to `True`.
+        write_images: Keras's: weights as images with the epoch histograms.
+            Defaults to `False`.
+        write_steps_per_second: Keras's; the speed is always written. Defaults to `False`.
+        update_freq: Keras's: `"batch"`, `"epoch"` or N steps for batch values.
+            Defaults to `"epoch"` (the `scalars_every` schedule).
+        profile_batch: Keras's: the batches to profile (an int, a pair or
+            `"start,stop"`; `0`: none). Defaults to `0`.
+        embeddings_freq: Keras's: the projector every this many epochs (and at
+            the end of training in every case). Defaults to `0`.
+        embeddings_metadata: Keras's: a labels file per embedding layer name,
+            or one for all. Defaults to `None`.
         scalars_every: write step-level scalars every this many steps; `0`
             writes per-epoch scalars only. Defaults to `10`.
         histograms_every: write histograms every this many steps (`0` = never).
@@ -209,9 +224,18 @@ class Logger(keras.callbacks.Callback):
 
     def __init__(
         self,
-        logdir,
+        logdir=None,
         hparams: Mapping | None = None,
         *,
+        log_dir=None,
+        histogram_freq: int | None = None,
+        write_graph: bool = True,
+        write_images: bool = False,
+        write_steps_per_second: bool = False,
+        update_freq="epoch",
+        profile_batch=0,
+        embeddings_freq: int = 0,
+        embeddings_metadata=None,
         scalars_every: int = 10,
         histograms_every: int = 100,
         histograms=True,
@@ -226,8 +250,21 @@ class Logger(keras.callbacks.Callback):
         strict: bool = False,
     ):
         super().__init__()
+        if logdir is not None and log_dir is not None and os.fspath(logdir) != os.fspath(log_dir):
+            raise ContractError(
+                "Received both `logdir` and `log_dir` (Keras's name), expected one of them. "
+                f"Received: logdir={os.fspath(logdir)!r}, log_dir={os.fspath(log_dir)!r}")
+        logdir = logdir if logdir is not None else (log_dir if log_dir is not None else "logs")
         if not os.fspath(logdir):
             raise ContractError("Received an invalid value for `logdir`, expected a directory path. Received: logdir=''")
+        self.keras = KerasArguments.parse(
+            histogram_freq=histogram_freq, write_graph=write_graph, write_images=write_images,
+            write_steps_per_second=write_steps_per_second, update_freq=update_freq,
+            profile_batch=profile_batch, embeddings_freq=embeddings_freq,
+            embeddings_metadata=embeddings_metadata)
+        if histogram_freq == 0:  # Keras's "no histograms", said explicitly
+            histograms = False
+        scalars_every = self.keras.scalars_every(scalars_every)
         if hparams is not None and not isinstance(hparams, Mapping):
             raise ContractError(
                 f"Received an invalid value for `hparams`, expected a mapping name -> value. Received: {type(hparams).__name__}"
@@ -279,16 +316,18 @@ class Logger(keras.callbacks.Callback):
         self._step = 0
         self._first_step = 1
         self._guard_offsets = (0, 0)
-        self._perf_mark: tuple[int, float] | None = None
-        self._paused = 0.0
+        self._speed = SpeedMeter()
         self._test_started: float | None = None
         self._first_images = None
         self._images_written = False
         self._first_lint: str | None = None
         self._lint_written = False
+        self.pipeline_lint: list = []  # static findings of the input pipeline, written with config/lint
         self._peek_wants = (False, False)
         self._failure: dict | None = None
         self._next_epoch = 0
+        self._profiler = BatchProfiler(self.keras.profile_batch, lambda: self.run_path) \
+            if self.keras.profile_batch else None
 
     # -- settings --------------------------------------------------------------
     @property
@@ -371,8 +410,7 @@ class Logger(keras.callbacks.Callback):
         self._failure = None
         self._training = True
         self._pending = {}
-        self._perf_mark = None
-        self._paused = 0.0
+        self._speed.reset()
         self._step = self._read_step()
         self._first_step = self._step + 1
         lifecycle.register_open(self)
@@ -391,6 +429,7 @@ class Logger(keras.callbacks.Callback):
         self._wrapper = lifecycle.wrap_train_function(
             model, self._on_step_error, peek=self._peek_first_batch if (want_images or want_lint) else None,
             on_warm=self._mark_speed,
+            around=self._profiler.around if self._profiler is not None else None,
         )
         if not self.active:
             return
@@ -398,9 +437,13 @@ class Logger(keras.callbacks.Callback):
         self._start_session()
         if not self._config_text_written:
             self._write_config()
+            graph = model_graph_value(model) if self.keras.write_graph else None
+            if graph is not None:
+                self._writer.write(self._step, [graph])
         if not self._lint_written and not want_lint:
             self._lint_written = self._writer.write(
-                self._step, [text_value(tags.CONFIG_LINT, runinfo.lint_json(model))]
+                self._step, [text_value(tags.CONFIG_LINT,
+                                        runinfo.lint_json(model, extra=self.pipeline_lint))]
             )
         if self.images is not None and not isinstance(self.images, int) and not self._images_written:
             self._images_written = self._writer.image(
@@ -417,16 +460,21 @@ class Logger(keras.callbacks.Callback):
         self._step = step = self._read_step()
         epoch = max(int(epoch), self._next_epoch)  # fits of one model continue one history
         self._next_epoch = epoch + 1
-        values = [scalar_value(tags.EPOCH, epoch)]
-        for key, value in _numbers(logs):
-            tag = tags.from_keras_log(key)
-            if tags.is_metric(tag):
-                self._metric_tags.add(tag)
-            values.append(scalar_value(tag, value))
-        values.extend(self._common_scalars(step))
+        epoch_values = runinfo.epoch_values(epoch, logs, getattr(self.model, "optimizer", None))
+        self._metric_tags.update(tag for tag in epoch_values if tags.is_metric(tag))
+        values = [scalar_value(tag, value) for tag, value in epoch_values.items()]
+        values.extend(self._speed.scalars(step))
         values.extend(self._guard_counters())
+        pictures = []
+        if self.keras.epoch_histograms(epoch):  # Keras's histogram_freq: weights at epoch ends
+            histograms, pictures = weight_values(self.model, images=self.keras.write_images)
+            values.extend(histograms)
         self._pending.setdefault(step, []).extend(values)
         self._emit()
+        for tag, images in pictures:
+            self._writer.image(step, tag, images, max_outputs=len(images))
+        if self.keras.epoch_embeddings(epoch):
+            self._write_tables()
         if not self._config_written:
             self._write_experiment()
         self._writer.flush()
@@ -436,7 +484,7 @@ class Logger(keras.callbacks.Callback):
 
     def on_test_end(self, logs=None):
         if self._test_started is not None:
-            self._paused += time.perf_counter() - self._test_started
+            self._speed.pause(time.perf_counter() - self._test_started)
             self._test_started = None
 
     def on_train_end(self, logs=None):
@@ -452,10 +500,10 @@ class Logger(keras.callbacks.Callback):
     def _record(self, record) -> None:
         self._first_batch_values()
         self._step = step = record.step
-        values = [scalar_value(tag, value) for tag, value in record.scalars.items()]
-        if record.scalars and record.moved:  # batch values at an unchanged step would land on the previous point
-            values.extend(scalar_value(tags.batch(k), v) for k, v in _numbers(record.logs))
-            values.extend(self._common_scalars(step))
+        step_values = runinfo.step_values(record, getattr(self.model, "optimizer", None))
+        values = [scalar_value(tag, value) for tag, value in step_values.items()]
+        if record.scalars and record.moved:
+            values.extend(self._speed.scalars(step))
         values.extend(histogram_value(tag, buckets) for tag, buckets in record.histograms.items())
         if values:
             self._pending.setdefault(step, []).extend(values)
@@ -495,18 +543,10 @@ class Logger(keras.callbacks.Callback):
 
     def _peek_first_batch(self, data) -> None:
         """Keeps what the first batch shows: sample images and the static lint of the batch."""
-        from keras.src.trainers.data_adapters import data_adapter_utils
-
-        x, y, _ = data_adapter_utils.unpack_x_y_sample_weight(data)
         want_images, want_lint = self._peek_wants
-        if want_lint:
-            self._first_lint = runinfo.lint_json(self.model, x, y)
-        first = tf.nest.flatten(x)[0] if x is not None else None
-        if not want_images or not isinstance(first, (tf.Tensor, np.ndarray)) or not looks_like_images(first.shape):
-            return
-        count = DEFAULT_IMAGES if self.images is None else int(self.images)
-        sample = first[:count]
-        self._first_images = unit_images(sample.numpy() if isinstance(sample, tf.Tensor) else sample, count)
+        count = (DEFAULT_IMAGES if self.images is None else int(self.images)) if want_images else 0
+        self._first_lint, self._first_images = peek_first_batch(
+            self.model, data, images=count, lint=want_lint, extra_lint=self.pipeline_lint)
 
     # -- helpers -------------------------------------------------------------------
     def _read_step(self) -> int:
@@ -519,23 +559,7 @@ class Logger(keras.callbacks.Callback):
 
     def _mark_speed(self) -> None:
         """Steps per second count from here: after the fit's first steps (their traces compiled)."""
-        self._perf_mark = (self._read_step(), time.perf_counter())
-        self._paused = 0.0
-
-    def _common_scalars(self, step: int) -> list:
-        values = []
-        rate = learning_rate(getattr(self.model, "optimizer", None))
-        if rate is not None:
-            values.append(scalar_value(tags.LEARNING_RATE, rate))
-        now = time.perf_counter()
-        if self._perf_mark is not None:
-            first, since = self._perf_mark
-            elapsed = now - since - self._paused
-            if step > first and elapsed > 0:
-                values.append(scalar_value(tags.STEPS_PER_SECOND, (step - first) / elapsed))
-        self._perf_mark = (step, now)
-        self._paused = 0.0
-        return values
+        self._speed.mark(self._read_step())
 
     def _emit(self) -> None:
         pending, self._pending = self._pending, {}
@@ -553,24 +577,13 @@ class Logger(keras.callbacks.Callback):
         that step and after: what a killed run wrote after its last checkpoint.
         """
         directory = self.run_path or (None if self.run_subdir else self.logdir)
-        resumed = self._step > 0 and directory is not None and bool(event_files(directory))
         start = self._step + 1
-        if not self._writer.write_event(session_start_event(start)) or not resumed:
+        if not self._writer.write_event(session_start_event(start)) or not resumed(directory, self._step):
             return
         inst = self._inst
         if inst is None or inst.guard is None:
             return
-        run = read_run(directory, tags=[tags.GUARD_VIOLATIONS, tags.GUARD_SKIPPED], kinds="scalars")
-        offsets = []
-        for tag, count in ((tags.GUARD_VIOLATIONS, inst.violations), (tags.GUARD_SKIPPED, inst.skipped)):
-            last = 0
-            if tag in run.scalars:
-                steps, _, values = run.scalars[tag]
-                before = values[steps < start]
-                if before.size and np.isfinite(before[-1]):
-                    last = int(round(float(before[-1])))
-            offsets.append(max(0, last - count))  # 0 when this process counted them itself
-        self._guard_offsets = (offsets[0], offsets[1])
+        self._guard_offsets = guard_offsets(directory, start, inst.violations, inst.skipped)
 
     def _write_config(self) -> None:
         step = self._step
@@ -609,6 +622,17 @@ class Logger(keras.callbacks.Callback):
         except WRITE_ERRORS as error:
             self._writer._fail(error, "write the projector files")
 
+    def _write_tables(self) -> None:
+        """Every Embedding table of the model to the projector (what Keras's embeddings_freq promises)."""
+        if not self.run_path:
+            return
+        try:
+            write_embedding_tables(self.run_path, self.model, self.keras.embeddings_metadata)
+        except WRITE_ERRORS as error:
+            self._writer._fail(error, "write the projector files")
+        except ContractError:  # a table the projector cannot show (empty): nothing to show
+            pass
+
     # -- ending ------------------------------------------------------------------------
     def _guarded(self, fn, *args):
         """Runs a hook; if it raises (strict logging, a bad option), closes the run first."""
@@ -629,6 +653,8 @@ class Logger(keras.callbacks.Callback):
                 self._emit()
                 if status == "success" and self.embeddings is not None and self.run_path:
                     self._write_embeddings()
+                if status == "success" and self.run_path:
+                    self._write_tables()
                 if not self._config_written:
                     self._write_experiment()
                 if self._failure is not None:
@@ -641,6 +667,8 @@ class Logger(keras.callbacks.Callback):
                 raise
         finally:
             self._listen(False)
+            if self._profiler is not None:
+                self._profiler.stop()
             for hook in self._signal_hooks:
                 hook.restore()
             lifecycle.unwrap_train_function(self.model, self._wrapper)

@@ -21,6 +21,7 @@ import json
 import keras
 import tensorflow as tf
 
+from tfguard import tags
 from tfguard.findings import event_record, strict_json
 from tfguard.lint import describe_model, lint
 
@@ -44,6 +45,41 @@ def learning_rate(optimizer) -> float | None:
         return float(keras.ops.convert_to_numpy(optimizer.learning_rate))
     except Exception:  # no optimizer, or a learning rate that is not a number
         return None
+
+
+def step_values(record, optimizer) -> dict[str, float]:
+    """Tag -> value of a recording step, alike for the Logger and `LiveDiagnosis`.
+
+    The step's signals and, on a step that moved the weights, its batch
+    logs (`batch/<name>`) and the learning rate; batch values of a step
+    that did not move would land on the previous step's point.
+    """
+    values = dict(record.scalars)
+    if record.scalars and record.moved:
+        values.update(tags.from_keras_logs(record.logs, batch_level=True))
+        rate = learning_rate(optimizer)
+        if rate is not None:
+            values[tags.LEARNING_RATE] = rate
+    return values
+
+
+def epoch_values(epoch: int, logs, optimizer) -> dict[str, float]:
+    """Tag -> value at an epoch end, alike for the Logger and `LiveDiagnosis`.
+
+    The epoch, Keras's epoch logs (`tags.from_keras_logs`) and the
+    optimizer's learning rate as it is now (after ReduceLROnPlateau or a
+    schedule changed it, it overrides a `learning_rate` log entry).
+
+    Example:
+
+    >>> epoch_values(2, {"loss": 0.5, "val_loss": 0.6}, None)
+    {'train/epoch': 2.0, 'train/loss': 0.5, 'val/loss': 0.6}
+    """
+    values = {tags.EPOCH: float(epoch), **tags.from_keras_logs(logs)}
+    rate = learning_rate(optimizer)
+    if rate is not None:
+        values[tags.LEARNING_RATE] = rate
+    return values
 
 
 def run_config(model, params: dict | None = None, **settings) -> dict:
@@ -94,7 +130,7 @@ def _host_array(value):
     return leaf.numpy() if isinstance(leaf, tf.Tensor) else leaf
 
 
-def lint_json(model, x=None, y=None) -> str:
+def lint_json(model, x=None, y=None, extra=()) -> str:
     """The JSON list of `tfguard.lint.lint` findings (as dicts) for the model and one batch.
 
     Best effort like `model_description`: a check that fails gives `[]` (or
@@ -105,6 +141,7 @@ def lint_json(model, x=None, y=None) -> str:
         x: one input batch (a single tensor or array; other structures are
             left out). Defaults to `None`.
         y: its labels. Defaults to `None`.
+        extra: more findings to list (the input pipeline's). Defaults to `()`.
 
     Returns:
         A JSON text, e.g. `[{"id": "label_range", "severity": "error", ...}]`.
@@ -116,7 +153,7 @@ def lint_json(model, x=None, y=None) -> str:
             break
         except Exception:  # e.g. a batch structure the checks do not read: model only
             continue
-    return json.dumps(strict_json([f.to_dict() for f in findings]))
+    return json.dumps(strict_json([f.to_dict() for f in [*findings, *extra]]))
 
 
 def guard_event_line(event) -> str:
@@ -139,7 +176,8 @@ def guard_event_json(event) -> str:
     Example:
 
     >>> from tfguard.firewall import GuardEvent
-    >>> e = GuardEvent(3, "data", "y", "y at batch 3 failed check 'labels': 2 of 8 ...", {"bad": 2}, "skipped")
+    >>> e = GuardEvent(3, "data", "y", "y at batch 3 failed check 'labels': 2 of 8 ...", {"bad": 2},
+    ...                "skipped", check="labels")
     >>> json.loads(guard_event_json(e))["check"]
     'labels'
     """

@@ -25,6 +25,7 @@ from tfguard.diagnose.rules.loss_curve import (
 )
 from tfguard.diagnose.rules.numeric import nonfinite
 from tfguard.diagnose.rules.optimizer import learning_rate
+from tfguard.diagnose.rules.pipeline import input_bound, python_in_pipeline
 
 RULES: dict[str, Rule] = {
     rule.id: rule
@@ -45,6 +46,8 @@ RULES: dict[str, Rule] = {
         Rule("pipeline_order", pipeline_order, "config/lint or data/label_min, data/label_max"),
         Rule("learning_rate", learning_rate, "batch/loss or train/loss, update_ratio/<layer>",
              after_death=True),
+        Rule("input_bound", input_bound, "perf/input_wait_fraction, config/lint"),
+        Rule("python_in_pipeline", python_in_pipeline, "config/lint"),
     )
 }
 

@@ -68,6 +68,28 @@ def _problems(kind: str | None, logits: bool, act: str, units: int | None):
                "Use a softmax/sigmoid output, or a linear output with from_logits=True.")
 
 
+def _multi_hot(signals: Signals):
+    """`(what was seen, step, epoch, evidence)` when the targets' rows sum to more than 1, else `None`.
+
+    From the label row sums the logger records, or from the firewall's
+    `probabilities` check refusing the targets of a categorical loss.
+    """
+    rows = signals.series(tags.LABEL_ROW_SUM_MAX)
+    if rows is not None:
+        finite = rows.values[np.isfinite(rows.values)]
+        if len(finite) and float(finite.max()) > 1.0 + 1e-3:
+            step, epoch = rows.at(int(np.argmax(rows.values > 1.0 + 1e-3)))
+            return (f"label rows sum to up to {float(finite.max()):.3g}", step, epoch,
+                    {"label_row_sum_max": float(finite.max())})
+    events = [e for e in signals.guard_events
+              if e.get("checkpoint") == "data" and e.get("check") == "probabilities"]
+    if events:
+        return ("the firewall's probabilities check refused the target rows of "
+                f"{len(events)} batch(es)", events[0].get("step"), events[0].get("epoch"),
+                {"guard_events": len(events)})
+    return None
+
+
 def loss_activation_mismatch(signals: Signals, thresholds: Thresholds) -> list[Finding]:
     """Reports a loss that does not fit the output layer.
 
@@ -98,22 +120,18 @@ def loss_activation_mismatch(signals: Signals, thresholds: Thresholds) -> list[F
     described = (signals.model or {}).get("loss") or {}
     name = described.get("name") or described.get("class") or kind
     findings = []
-    rows = signals.series(tags.LABEL_ROW_SUM_MAX)
-    if rows is not None and act == "softmax" and kind in ("ce", "bce", "regression"):
-        finite = rows.values[np.isfinite(rows.values)]
-        if len(finite) and float(finite.max()) > 1.0 + 1e-3:
-            first = int(np.argmax(rows.values > 1.0 + 1e-3))
-            step, epoch = rows.at(first)
-            findings.append(Finding(
-                "loss_activation_mismatch", "error",
-                f"{name}: the targets are multi-hot (label rows sum to up to "
-                f"{float(finite.max()):.3g}) but the output is a softmax, whose rows always sum "
-                "to 1: it cannot score two labels at once.", where=where,
-                onset_step=step if step is not None else 0, onset_epoch=epoch if epoch is not None else 0,
-                evidence={**evidence, "label_row_sum_max": float(finite.max()), "code": "multi_hot_softmax"},
-                suggestion="For a multi-label problem use one sigmoid unit per label "
-                "(`activation='sigmoid'`) and binary cross-entropy.",
-            ))
+    multi_hot = _multi_hot(signals) if act == "softmax" and kind in ("ce", "bce", "regression") else None
+    if multi_hot is not None:
+        seen, step, epoch, extra = multi_hot
+        findings.append(Finding(
+            "loss_activation_mismatch", "error",
+            f"{name}: the targets are multi-hot ({seen}) but the output is a softmax, whose rows "
+            "always sum to 1: it cannot score two labels at once.", where=where,
+            onset_step=step if step is not None else 0, onset_epoch=epoch if epoch is not None else 0,
+            evidence={**evidence, **extra, "code": "multi_hot_softmax"},
+            suggestion="For a multi-label problem use one sigmoid unit per label "
+            "(`activation='sigmoid'`) and binary cross-entropy.",
+        ))
     for severity, what, fix in _problems(kind, logits, act, units):
         findings.append(Finding(
             "loss_activation_mismatch", severity, f"{name}: {what}.", where=where,
