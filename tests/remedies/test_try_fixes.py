@@ -56,7 +56,7 @@ def test_a_useless_remedy_is_reported_as_no_better_never_as_a_fix(digits):
     def train():
         model = _mlp()
         model.compile(optimizer=keras.optimizers.Adam(1e-7), loss="sparse_categorical_crossentropy")
-        model.fit(x / 16, y, epochs=2, batch_size=64, validation_split=0.2, verbose=0)
+        model.fit(x[:256] / 16, y[:256], epochs=1, batch_size=64, validation_split=0.25, verbose=0)
 
     useless = Remedy("clipnorm_huge", "learning_rate", "clipnorm=1e9 (clips nothing)",
                      on_compile=lambda state, model, arguments: state.changed(
