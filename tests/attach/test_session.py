@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tfguard.attach import AttachSession, attach, attached
-from tfguard.diagnose import LiveDiagnosis
+from tfguard.diagnose import LiveDiagnosis, diagnose_logdir
 from tfguard.errors import ContractError
 from tfguard.firewall import guard, instrumentation_of
 
@@ -140,3 +140,20 @@ def test_a_crashed_fit_is_reported_as_such_never_healthy(tmp_path, xy):
     (diagnosis,) = session.diagnoses
     assert diagnosis.status["state"] == "failed" and not diagnosis.healthy
     assert diagnosis.status["type"] == "RuntimeError" and "data loader died" in diagnosis.status["text"]
+
+
+def test_a_gan_records_both_optimizers_in_its_hparams(tmp_path):
+    from tests.firewall.foreign import gan
+
+    model, x = gan()
+    model.d_optimizer.learning_rate.assign(2e-4)
+    with attached(logdir=tmp_path) as session:
+        model.fit(x, epochs=1, batch_size=16, verbose=0)
+    (diagnosis,) = session.diagnoses
+    hparams = diagnosis.hparams
+    assert (hparams["d_optimizer"], hparams["g_optimizer"]) == ("Adam", "Adam")
+    assert (hparams["d_optimizer_learning_rate"], hparams["g_optimizer_learning_rate"]) == (2e-4, 1e-3)
+    assert hparams["batch_size"] == 16 and isinstance(hparams["batch_size"], int)
+    (offline,) = diagnose_logdir(tmp_path)  # read back: the HParams plugin's doubles are ints again
+    assert offline.hparams["batch_size"] == 16 and isinstance(offline.hparams["batch_size"], int)
+    assert offline.hparams["d_optimizer_learning_rate"] == 2e-4

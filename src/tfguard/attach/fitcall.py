@@ -100,6 +100,18 @@ def _loss_name(loss) -> str | None:
     return getattr(loss, "__name__", None) or type(loss).__name__
 
 
+def _named_optimizers(model: keras.Model) -> dict:
+    """`model.optimizer` as `optimizer`, then every other optimizer the model holds by its attribute name."""
+    named = {}
+    main = getattr(model, "optimizer", None)
+    if isinstance(main, keras.optimizers.Optimizer):
+        named["optimizer"] = main
+    for attribute, value in list(vars(model).items()):
+        if isinstance(value, keras.optimizers.Optimizer) and all(value is not o for o in named.values()):
+            named[attribute.lstrip("_") or "optimizer"] = value
+    return named
+
+
 def fit_hparams(model: keras.Model, arguments: Mapping) -> dict:
     """The hyperparameters of one fit call, read from the compiled model and the call.
 
@@ -116,15 +128,17 @@ def fit_hparams(model: keras.Model, arguments: Mapping) -> dict:
         arguments: the fit call's arguments by name (`batch_size`, `epochs`, ...).
 
     Returns:
-        name -> str, int or float; an unknown value is left out.
+        name -> str, int or float; an unknown value is left out. A model
+        holding more optimizers than `model.optimizer` (a GAN's
+        `d_optimizer` and `g_optimizer`) has each under its attribute name,
+        with `<name>_learning_rate`.
     """
     hparams: dict = {"model": str(getattr(model, "name", "model"))}
-    optimizer = getattr(model, "optimizer", None)
-    if optimizer is not None:
-        hparams["optimizer"] = type(optimizer).__name__
+    for name, optimizer in _named_optimizers(model).items():  # a GAN has two, or more
+        hparams[name] = type(optimizer).__name__
         lr = _learning_rate(optimizer)
         if lr is not None:
-            hparams["learning_rate"] = lr
+            hparams["learning_rate" if name == "optimizer" else f"{name}_learning_rate"] = lr
     loss = _loss_name(getattr(model, "loss", None))
     if loss:
         hparams["loss"] = loss

@@ -112,6 +112,21 @@ def _hparams_from_markdown(texts: dict) -> dict:
     return found
 
 
+def _typed_hparams(plugin: dict, table: dict) -> dict:
+    """The HParams plugin's values with integers as the user gave them (the plugin stores doubles).
+
+    The `config/hparams` table holds each value as written (`64`, not
+    `64.0`): a double whose cell reads as an integer is that integer.
+    """
+    typed = dict(plugin)
+    for key, value in plugin.items():
+        cell = table.get(key)
+        if isinstance(value, float) and value.is_integer() and isinstance(cell, str) and \
+                cell.lstrip("-").isdigit():
+            typed[key] = int(cell)
+    return typed
+
+
 def _histograms(run, rename=lambda t: t) -> dict:
     out = {}
     for tag, points in run.histograms.items():
@@ -168,7 +183,8 @@ def tfguard_signals(run, *, name: str | None = None, lint=None) -> Signals:
         ends = raw[tags.train("loss")][0]
     scalars = {tag: Series(st, v, epochs_for(st, ends)) for tag, (st, v) in raw.items()}
     model = _last_json(texts, tags.CONFIG_MODEL)
-    hparams = dict(run.hparams) or _hparams_from_markdown(texts)
+    table = _hparams_from_markdown(texts)
+    hparams = _typed_hparams(dict(run.hparams), table) if run.hparams else table
     return Signals(
         run=name or run.name, scalars=scalars, histograms=_histograms(run), hparams=hparams,
         model=model if isinstance(model, dict) else None, lint=_lint(texts, lint), texts=texts,
