@@ -18,7 +18,9 @@ import tfguard
 from tests.summary.conftest import tiny_cnn
 from tests.summary.readback import read_run, run_dirs, steps
 from tfguard import tags
+from tfguard.diagnose import diagnose_logdir
 from tfguard.errors import ContractError, GuardViolation, SummaryWriteError
+from tfguard.events import read_logdir
 from tfguard.firewall import instrumentation_of
 from tfguard.summary import Logger, SummaryWarning
 from tfguard.summary.lifecycle import INNER
@@ -368,3 +370,22 @@ def test_only_the_histogram_kinds_asked_for_are_computed(tmp_path, images):
     assert plan.histogram_keys and all(key.startswith("hist/weights/") for key in plan.histogram_keys)
     run = read_run(logger.run_path)
     assert steps(run["hist/weights/tiny/conv/kernel"]) == [1, 3, 5]
+
+
+def test_every_violation_is_read_back_when_skipped_batches_share_a_step(tmp_path):
+    """Under `skip` the optimizer does not move, so batches 0 and 1 both fail at step 0."""
+    keras.utils.set_random_seed(0)
+    x = np.random.default_rng(0).random((128, 4)).astype("float32")
+    x[[5, 20, 21, 70, 71, 72, 100, 101]] = np.nan  # batches of 16: 0, 1, 4, 6 in each epoch
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, activation="softmax")])
+    model.compile("adam", "sparse_categorical_crossentropy")
+    tfguard.guard(model, policy="skip", quarantine_dir=None)
+    model.fit(x, np.arange(128) % 3, batch_size=16, epochs=2, shuffle=False, verbose=0,
+              callbacks=[Logger(tmp_path, scalars_every=1)])
+    (run,) = read_logdir(tmp_path).values()
+    records = [json.loads(text) for _step, _wall, text in run.texts[tags.GUARD_RECORDS]]
+    assert [r["batch"] for r in records] == [0, 1, 4, 6, 8, 9, 12, 14]
+    assert [step for step, _wall, _text in run.texts[tags.GUARD_RECORDS]][:2] == [0, 0]
+    assert run.scalars[tags.GUARD_VIOLATIONS][2][-1] == len(records) == 8
+    (diagnosis,) = diagnose_logdir(tmp_path)
+    assert len(diagnosis.signals.guard_events) == 8

@@ -43,6 +43,7 @@ from itertools import repeat
 import numpy as np
 from tensorboard.compat.proto import event_pb2, types_pb2
 
+from tfguard import tags
 from tfguard.events import decode
 from tfguard.events.blocks import Block
 from tfguard.events.columns import aligned_columns
@@ -375,6 +376,9 @@ class Collector:
     def finish(self) -> dict[str, object]:
         """Return the collected values, sorted by step, one value per step.
 
+        The text logs of `tags.TEXT_LOGS` (one line per violation) keep
+        every value: batches skipped in a row share their step.
+
         Returns:
             A dict with keys `scalars`, `histograms`, `texts`, `images`,
             `hparams`, `hparams_config` and `hparams_session`, shaped as the
@@ -389,7 +393,10 @@ class Collector:
                 if arrays is not None:
                     out["scalars"][tag] = arrays
             elif series.items:
-                items = _last_per_step(series.items)
+                if series.kind == "texts" and tag in tags.TEXT_LOGS:  # every violation, in order
+                    items = sorted(series.items, key=lambda item: item[0])
+                else:
+                    items = _last_per_step(series.items)
                 if series.kind == "histograms":
                     out["histograms"][tag] = [HistogramPoint(s, w, b) for s, w, b in items]
                 elif series.kind == "texts":

@@ -96,6 +96,9 @@ class Host:
             current `train_step` (one call per trace kind).
     """
 
+    measure_input_wait = True
+    """Recording steps pull their batch on the host to time the wait (`benchmarks/input_wait.py` turns it off to price it)."""
+
     def __init__(self, inst, make):
         self.inst = inst
         self.make = make
@@ -124,7 +127,7 @@ class Host:
             def train_function(iterator):
                 start = inst.global_step_hint()
                 kinds = inst.bus.due(start) if inst.bus.wants_signals else frozenset()
-                if kinds:  # a recording step pulls its batch on the host: the wait is measured
+                if kinds and self.measure_input_wait:  # pulled on the host: the wait is measured
                     return self._timed_step(iterator, kinds, start)
                 logs = self._call(kinds, iterator)
                 batch = logs.get(OUTPUT_KEY, {}).pop("batch", {})

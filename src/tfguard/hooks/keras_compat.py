@@ -1,7 +1,7 @@
 """The private Keras surface tfguard still touches, in one place.
 
 Everything else in tfguard uses Keras's public API. What remains here is
-small, named, and checked by `tests/firewall/test_keras_compat.py`, which
+small, named, and checked by `tests/hooks/test_keras_compat.py`, which
 fails loudly when a Keras release changes it (the README's compatibility
 note lists the same items):
 
@@ -16,7 +16,7 @@ note lists the same items):
   the firewall wraps that one method (`tfguard.firewall.context`).
 
 The workaround for keras-team/keras#20585 (fit under
-MultiWorkerMirroredStrategy) lives apart, in `tfguard.distribute.multiworker`,
+MultiWorkerMirroredStrategy) lives apart, in `tfguard.distribute.keras_20585`,
 so it can be deleted on its own when Keras fixes it.
 
 Example:

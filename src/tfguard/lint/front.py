@@ -28,6 +28,8 @@ from typing import Any
 
 import keras
 
+from tfguard.hooks import keras_compat
+
 NORMALIZING_LAYERS = frozenset(
     {
         "Rescaling",
@@ -169,8 +171,7 @@ def front_of_model(model, index: int = 0) -> tuple[str, Any]:
         return _front_of_graph(inputs[min(index, len(inputs) - 1)])
     if isinstance(model, keras.Sequential):
         return _front_of_layers(model.layers)
-    layers = list(model._flatten_layers(include_self=False, recursive=True))
-    for layer in layers:
+    for layer in keras_compat.nested_layers(model):
         if _classify(layer) in ("normalized", "ids"):
             return _classify(layer), layer
     return "subclassed", None
