@@ -276,7 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--logdir", default="runs/attached", help="root of the event files (one run per fit)")
     p.add_argument("--report", default=None, help="JSON report (default: LOGDIR/report.json)")
-    p.add_argument("--html", default=None, help="also write a self-contained HTML report")
+    p.add_argument("--html", default=None, help="also write a self-contained HTML report (with --try-fixes: and the trials' curves)")
     p.add_argument("--policy", default="warn", choices=["raise", "skip", "warn"],
                    help="firewall policy (default warn: never raises, never applies a non-finite update)")
     p.add_argument("--quarantine-dir", default=None, help="where bad batches go (default: LOGDIR/quarantine)")

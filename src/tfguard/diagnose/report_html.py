@@ -18,7 +18,11 @@ layer, the firewall's violations on a timeline beside the loss
 weight / gradient / activation distributions of the layers the findings
 name (`report_evidence`), and the rules that could not run with the reason.
 A page of several runs (a sweep) starts with their comparison
-(`report_compare`): one row per run and the curves overlaid.
+(`report_compare`): one row per run and the curves overlaid. Given the
+trials of `tfguard run --try-fixes` (`trials=`), the page opens with them
+(`report_trials`): each remedy tried, its measure before → after, its
+verdict (only `improved` is a fix), and the original's and the trial's
+curves overlaid.
 
 Example:
 
@@ -51,6 +55,7 @@ from tfguard.diagnose.report_firewall import firewall_section
 from tfguard.diagnose.report_parts import e as _e
 from tfguard.diagnose.report_parts import hparam_rows, img, kv_table
 from tfguard.diagnose.report_terminal import unreadable
+from tfguard.diagnose.report_trials import trials_section
 from tfguard.errors import ContractError
 
 TITLE = "tfguard report"
@@ -75,7 +80,11 @@ h4{font-size:0.95em;margin:1.2em 0 0.3em}
 .finding{border-left:3px solid #ddd;padding-left:10px;margin:10px 0}
 .swatch{display:inline-block;width:0.9em;height:0.9em;margin-right:6px;vertical-align:middle;border-radius:2px}
 .action.skipped{color:#c0392b}.action.warned{color:#b9770e}.action.raised{color:#7b241c;font-weight:bold}
-section.compare{border-bottom:2px solid #ccc;padding-bottom:1em}
+section.compare,section.trials{border-bottom:2px solid #ccc;padding-bottom:1em}
+.verdict{font-weight:bold}.verdict.improved,.fix{color:#1e8449}.verdict.worse{color:#c0392b}
+.verdict.no-better,.verdict.not-applied{color:#777}
+.fix{font-weight:bold;text-transform:uppercase;font-size:0.8em}
+.multiples{display:flex;flex-wrap:wrap;gap:10px}.multiples figure{margin:0;flex:0 0 auto;max-width:32%}
 """
 
 
@@ -168,12 +177,16 @@ def _run_section(index: int, d: Diagnosis) -> str:
     return "\n".join(p for p in parts if p)
 
 
-def render_html(diagnoses: Iterable[Diagnosis], *, title: str = TITLE) -> str:
+def render_html(diagnoses: Iterable[Diagnosis], *, title: str = TITLE,
+                trials: Iterable | None = None) -> str:
     """The HTML page of the diagnoses, as a string.
 
     Args:
         diagnoses: the runs' diagnoses.
         title: the page title. Defaults to `"tfguard report"`.
+        trials: the trials of `--try-fixes` / `try_fixes` (`Trial`s or the
+            JSON report's `trials` dicts), shown first. Defaults to `None`
+            (no such section).
 
     Returns:
         A complete, self-contained HTML document.
@@ -187,9 +200,11 @@ def render_html(diagnoses: Iterable[Diagnosis], *, title: str = TITLE) -> str:
     )
     index = ('<table class="index wide"><colgroup><col style="width:50%"><col style="width:10%">'
              '<col style="width:40%"></colgroup><tr><th>run</th><th>worst</th><th>symptoms</th></tr>'
-             f"{index_rows}</table>" if diagnoses else "<p>No runs found.</p>")
+             f"{index_rows}</table>" if diagnoses else
+             "" if trials is not None else "<p>No runs found.</p>")
     body = "\n".join(_run_section(i, d) for i, d in enumerate(diagnoses))
     compare = compare_section(diagnoses, {d.run: i for i, d in enumerate(diagnoses)})
+    compare = "\n".join(p for p in (trials_section(trials), compare) if p)
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
@@ -201,13 +216,15 @@ def render_html(diagnoses: Iterable[Diagnosis], *, title: str = TITLE) -> str:
 
 
 def write_html(diagnoses: Iterable[Diagnosis], path: str | os.PathLike, *,
-               title: str = TITLE) -> str:
+               title: str = TITLE, trials: Iterable | None = None) -> str:
     """Writes the diagnoses as one self-contained HTML file.
 
     Args:
         diagnoses: the runs' diagnoses.
         path: the file to write (its folder is created).
         title: the page title. Defaults to `"tfguard report"`.
+        trials: the trials of `--try-fixes` / `try_fixes`, shown first
+            (`render_html`). Defaults to `None`.
 
     Returns:
         The path written, as a string.
@@ -222,7 +239,7 @@ def write_html(diagnoses: Iterable[Diagnosis], path: str | os.PathLike, *,
             f"Cannot write the HTML report to {path!r}: it is a directory. Expected the path "
             f"of a file to create, e.g. {os.path.join(path, 'report.html')!r}.",
             hint="name the file: -o DIR/report.html")
-    page = render_html(diagnoses, title=title)
+    page = render_html(diagnoses, title=title, trials=trials)
     try:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         with open(path, "w", encoding="utf-8") as f:

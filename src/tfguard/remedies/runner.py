@@ -9,12 +9,15 @@ Each trial logs into its own folder `<logdir>/try-<n>-<remedy>/`, so
 `tfguard compare <logdir>` lists the trials beside the original; its
 report is `report.json` there, and the script's output during a trial goes
 to `output.txt` there rather than to the terminal. The trials are added to
-the original report as its `trials` list.
+the original report as its `trials` list, and to its HTML report (`--html`)
+as its "Tried fixes" section, each trial's curves overlaid on the original's
+(the page is written once, after the trials).
 
 `try_fixes` is the same for a notebook: it takes a zero-argument training
 callable that builds, compiles and fits a *new* model on each call, runs it
 once attached to learn the findings (or takes the findings given) and the
-original measure, then once per remedy.
+original measure, then once per remedy; `Trials.write_html(path)` writes
+the original run's HTML report with the trials' section.
 
 Every run (the original and each trial) starts from the same random seed
 (`keras.utils.set_random_seed(seed)`), so a trial differs from the
@@ -46,6 +49,7 @@ from collections.abc import Callable, Iterable, Sequence
 import keras
 
 from tfguard.attach import DEFAULT_LOGDIR, DEFAULT_POLICY, AttachSession, run_script, write_report
+from tfguard.diagnose import write_html
 from tfguard.errors import ContractError
 from tfguard.findings import Finding
 from tfguard.remedies.catalogue import PER_FINDING, Remedy, plan
@@ -67,6 +71,8 @@ class Trials:
         measure: the measure's name on the original run.
         before: the original run's curves (`{key: [per epoch]}`).
         notes: remarks (the original run failed, ...).
+        diagnoses: the original run's diagnoses (what `write_html` shows
+            beside the trials). Defaults to `[]`.
     """
 
     trials: list[Trial]
@@ -74,6 +80,7 @@ class Trials:
     measure: str = "loss"
     before: dict = dataclasses.field(default_factory=dict)
     notes: list = dataclasses.field(default_factory=list)
+    diagnoses: list = dataclasses.field(default_factory=list)
 
     def __iter__(self):
         return iter(self.trials)
@@ -96,6 +103,10 @@ class Trials:
     def render(self, console) -> None:
         """The table of trials on a rich console."""
         render_trials(self.trials, console, notes=self.notes)
+
+    def write_html(self, path: str | os.PathLike, *, title: str = "tfguard try-fixes") -> str:
+        """Writes the original run's HTML report with the "Tried fixes" section; returns the path."""
+        return write_html(self.diagnoses, path, title=title, trials=self.to_json())
 
 
 @dataclasses.dataclass
@@ -281,7 +292,7 @@ def try_fixes(
             _say(progress, _verdict_line(i, len(pairs), trial))
     curve = run_curve(original.fits)[0]
     return Trials(trials, findings=list(findings), measure=measure_name(curve) if curve else "loss",
-                  before=curve, notes=notes)
+                  before=curve, notes=notes, diagnoses=list(session.diagnoses))
 
 
 def _as_findings(items: Iterable) -> list[Finding]:
@@ -329,7 +340,8 @@ def try_script_fixes(
             Defaults to `"runs/attached"`.
         report: the original run's JSON report, which gets the `trials` list.
             Defaults to `None` (`<logdir>/report.json`).
-        html: the original run's HTML report. Defaults to `None`.
+        html: the original run's HTML report, which gets the "Tried fixes"
+            section. Defaults to `None` (none).
         policy: the firewall's policy. Defaults to `"warn"`.
         guard: turn the firewall on. Defaults to `True`.
         logger: write TensorBoard logs. Defaults to `True`.
@@ -351,9 +363,10 @@ def try_script_fixes(
         ContractError: for an invalid `policy`.
     """
     logdir = os.path.abspath(os.fspath(logdir))
+    html = os.path.abspath(os.fspath(html)) if html is not None else None  # before the script's chdir
     seed_everything(seed)
     with Intercept() as original:
-        result = run_script(path, args, logdir=logdir, policy=policy, report=report, html=html,
+        result = run_script(path, args, logdir=logdir, policy=policy, report=report, html=None,
                             guard=guard, logger=logger, quarantine_dir=quarantine_dir,
                             progress=progress)
     findings = _alarm_findings(result.diagnoses)
@@ -378,9 +391,12 @@ def try_script_fixes(
         _say(progress, _verdict_line(i, len(pairs), trial))
     curve = run_curve(original.fits)[0]
     outcome = Trials(trials, findings=findings, measure=measure_name(curve) if curve else "loss",
-                     before=curve)
+                     before=curve, diagnoses=list(result.diagnoses))
     if result.report_path:
         _add_to_report(result.report_path, outcome, result.notes)
+    if html is not None:  # written once, after the trials, with their section
+        result.html_path = _write_html(html, outcome, f"tfguard run {os.path.basename(path)}",
+                                       result.notes)
     return ScriptTrials(result, outcome)
 
 
@@ -392,6 +408,14 @@ def _add_to_report(path: str, trials: Trials, notes: list) -> None:
         write_report(doc, path)
     except (OSError, ValueError) as error:  # the trials are still on the terminal
         notes.append(f"the trials could not be added to the JSON report: {error}")
+
+
+def _write_html(path: str, trials: Trials, title: str, notes: list) -> str | None:
+    try:
+        return trials.write_html(path, title=title)
+    except (OSError, ValueError) as error:  # the trials are still on the terminal and in the JSON
+        notes.append(f"the HTML report could not be written: {error}")
+        return None
 
 
 __all__ = ["DEFAULT_SEED", "ScriptTrials", "Trials", "locator", "seed_everything", "short_error",
