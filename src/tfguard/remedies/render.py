@@ -21,32 +21,13 @@ True
 
 from __future__ import annotations
 
-import math
-
 from rich.table import Table
 from rich.text import Text
 
 from tfguard.diagnose.report_terminal import clean
+from tfguard.diagnose.report_trials import measure_text
 
 STYLES = {"improved": "bold green", "no better": "dim", "not applied": "dim", "worse": "bold red"}
-
-
-def number(value) -> str:
-    """A measure for the table: 4 significant digits, `nan` / `inf` spelled out.
-
-    Example:
-
-    >>> number(0.123456), number(float("nan")), number(None)
-    ('0.1235', 'nan', '-')
-    """
-    if value is None:
-        return "-"
-    value = float(value)
-    if math.isnan(value):
-        return "nan"
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    return f"{value:.4g}"
 
 
 def render_trials(trials, console, notes=()) -> None:
@@ -69,7 +50,7 @@ def render_trials(trials, console, notes=()) -> None:
     for t in trials:
         where = f" ({clean(t.where, 60)})" if t.where else ""
         table.add_row(clean(t.finding, 60) + where, clean(t.change, 200), clean(t.measure, 40),
-                      number(t.before), number(t.after),
+                      measure_text(t.before), measure_text(t.after),
                       Text(t.verdict, style=STYLES.get(t.verdict, "")))
     console.print(table)
     fixed = sum(t.fix for t in trials)
@@ -84,4 +65,4 @@ def render_trials(trials, console, notes=()) -> None:
             console.print(Text(f"logs: {clean(t.remedy, 60)}: {clean(t.run_dir, 300)}", style="dim"))
 
 
-__all__ = ["STYLES", "number", "render_trials"]
+__all__ = ["STYLES", "render_trials"]
