@@ -23,6 +23,9 @@ from tfguard.diagnose import LiveDiagnosis, diagnose
 from tfguard.diagnose.thresholds import Thresholds
 from tfguard.lint import lint_dataset
 
+SYMPTOMS_SHOWN = ("input_bound", "python_in_pipeline")
+"""The symptoms whose buggy program lives here (a timed pipeline needs its own setup), not in programs.py."""
+
 
 def slow_decode(x):
     time.sleep(0.004)  # a decoder written in Python, element by element
