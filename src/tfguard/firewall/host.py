@@ -48,6 +48,7 @@ from tfguard import tags
 from tfguard.firewall.probes import NO_RATIO
 from tfguard.firewall.record import StepRecord, freeze
 from tfguard.firewall.step import HISTOGRAMS, LOGS_KEY, OUTPUT_KEY, RECORDING
+from tfguard.hooks import keras_compat
 
 
 class EpochTracker(keras.callbacks.Callback):
@@ -104,6 +105,7 @@ class Host:
         self.make = make
         self.functions: dict[frozenset, object] = {}
         self.calls: dict[frozenset, int] = {}
+        self.built = False
         self.last_logs: dict | None = None
 
     def function(self, kinds: frozenset):
@@ -166,6 +168,9 @@ class Host:
         except (StopIteration, tf.errors.OutOfRangeError):
             raise StopIteration from None
         pulled = time.perf_counter()
+        if not self.built:  # slots and metrics built outside the trace: the first trace is not traced twice
+            self.built = True
+            keras_compat.build_before_trace(self.inst.model, data)
         key = RECORDING if kinds else frozenset()
         warm = self.calls.get(key, 0) > 0
         logs = self._call(kinds, iter([data]))

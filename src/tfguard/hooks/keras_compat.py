@@ -11,6 +11,10 @@ note lists the same items):
 * `loss_tracker(model)`: the compiled `loss` metric (`Trainer._loss_tracker`),
   only to name it in reports;
 * `keras_home()`: Keras's cache folder (`keras.src.backend.config.keras_home`);
+* `build_before_trace(model, data)`: Keras's own `Trainer._symbolic_build`,
+  called with a batch in hand so the optimizer's slots and the compiled
+  metrics exist before the step is traced (a first trace that creates
+  variables is traced twice by `tf.function`);
 * `OPTIMIZER_CLASS`: the class whose `apply` every Keras optimizer of the
   TensorFlow backend inherits (the public `keras.optimizers.Optimizer`);
   the firewall wraps that one method (`tfguard.firewall.context`).
@@ -74,6 +78,26 @@ def keras_home(at_import: bool = False) -> Path:
     return Path(os.path.expanduser(keras_config.keras_home()))
 
 
+def build_before_trace(model: keras.Model, data) -> bool:
+    """Builds the optimizer, compiled loss and metrics outside any trace; whether it did.
+
+    Only for a built model that runs Keras's own `train_step` (what Keras
+    itself does before tracing under a distribution strategy); a model with
+    its own step, or one Keras cannot build, is left to build in its first
+    trace, as without tfguard.
+    """
+    if type(model).train_step is not keras.Model.train_step or not model.built:
+        return False
+    build = getattr(model, "_symbolic_build", None)
+    if build is None:
+        return False
+    try:
+        build(data_batch=data)
+    except Exception:  # noqa: BLE001 - the first trace builds them then, as it would without tfguard
+        return False
+    return True
+
+
 def optimizers_of(model: keras.Model) -> list:
     """The optimizers a model holds: `model.optimizer` and any optimizer attribute (GANs).
 
@@ -94,5 +118,5 @@ def optimizers_of(model: keras.Model) -> list:
     return found
 
 
-__all__ = ["OPTIMIZER_CLASS", "call_has_training_arg", "keras_home", "loss_tracker", "nested_layers",
+__all__ = ["OPTIMIZER_CLASS", "build_before_trace", "call_has_training_arg", "keras_home", "loss_tracker", "nested_layers",
            "optimizers_of", "unpack"]
