@@ -27,30 +27,12 @@ import numpy as np
 from tensorboard.compat.proto import summary_pb2, tensor_pb2, tensor_shape_pb2, types_pb2
 
 from tfguard import tags
+from tfguard.firewall import probes
 from tfguard.summary.embeddings import embedding_tables
 from tfguard.summary.projector import MAX_POINTS, write_projector
 from tfguard.summary.writers import histogram_value
 
-HIST_BUCKETS = 30
 GRAPH_PLUGIN = "graph_keras_model"  # TensorBoard's Graphs plugin reads this name for Keras models
-
-
-def histogram_buckets(values, count: int = HIST_BUCKETS) -> np.ndarray:
-    """TensorBoard buckets `[count, 3]` (left, right, count) of an array, on the host.
-
-    Example:
-
-    >>> histogram_buckets(np.array([0.0, 1.0, 1.0]), 2)[:, 2].tolist()
-    [1.0, 2.0]
-    """
-    x = np.asarray(values, dtype=np.float64).reshape(-1)
-    x = np.where(np.isfinite(x), x, 0.0)
-    low, high = (float(x.min()), float(x.max())) if x.size else (0.0, 0.0)
-    width = (high - low) / count if high > low else 1.0
-    index = np.clip(np.floor((x - low) / width).astype(np.int64), 0, count - 1)
-    counts = np.bincount(index, minlength=count).astype(np.float64)
-    left = low + width * np.arange(count, dtype=np.float64)
-    return np.stack([left, left + width, counts], axis=1)
 
 
 def weight_image(weight: np.ndarray) -> np.ndarray | None:
@@ -70,18 +52,23 @@ def weight_image(weight: np.ndarray) -> np.ndarray | None:
 
 
 def weight_values(model: keras.Model, images: bool = False) -> tuple[list, list]:
-    """Histograms of every weight as summary values, and `(tag, images)` of each weight's picture."""
+    """Histograms of every weight as summary values, and `(tag, images)` of each weight's picture.
+
+    The buckets are the firewall's own (`tfguard.firewall.probes.histograms_of`,
+    all weights in one pass), so an epoch-end histogram reads like a
+    step-level one.
+    """
+    weights = [v for v in model.weights if keras.backend.is_float_dtype(v.dtype)]
+    if not weights:
+        return [], []
+    buckets = probes.histograms_of({v.path: v for v in weights}).numpy()
     values, pictures = [], []
-    for variable in model.weights:
-        array = np.asarray(keras.ops.convert_to_numpy(variable))
-        if not np.issubdtype(array.dtype, np.floating):
-            continue
-        path = variable.path
-        values.append(histogram_value(tags.hist_weights(path), histogram_buckets(array)))
+    for variable, stacked in zip(weights, buckets, strict=True):
+        values.append(histogram_value(tags.hist_weights(variable.path), stacked.astype(np.float64)))
         if images:
-            picture = weight_image(array)
+            picture = weight_image(np.asarray(keras.ops.convert_to_numpy(variable)))
             if picture is not None:
-                pictures.append((tags.weight_image(path), picture))
+                pictures.append((tags.weight_image(variable.path), picture))
     return values, pictures
 
 
@@ -114,5 +101,5 @@ def write_embedding_tables(run_dir: str, model: keras.Model, metadata=None) -> l
     return written
 
 
-__all__ = ["GRAPH_PLUGIN", "histogram_buckets", "model_graph_value", "weight_image", "weight_values",
+__all__ = ["GRAPH_PLUGIN", "model_graph_value", "weight_image", "weight_values",
            "write_embedding_tables"]
