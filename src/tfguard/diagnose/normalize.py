@@ -101,7 +101,15 @@ def _last_json(texts: dict, tag: str):
     return None
 
 
-def _hparams_from_markdown(texts: dict) -> dict:
+def hparams_table(texts: dict) -> dict[str, str]:
+    """The run's own hyperparameter table (`config/hparams` markdown): name -> the literal text.
+
+    Example:
+
+    >>> text = "| hparam | value |" + chr(10) + "| --- | --- |" + chr(10) + "| batch | 64 |"
+    >>> hparams_table({"config/hparams": [(0, text)]})
+    {'batch': '64'}
+    """
     found = {}
     for _step, text in texts.get(tags.CONFIG_HPARAMS, [])[-1:]:
         for line in (text or "").splitlines():
@@ -183,7 +191,7 @@ def tfguard_signals(run, *, name: str | None = None, lint=None) -> Signals:
         ends = raw[tags.train("loss")][0]
     scalars = {tag: Series(st, v, epochs_for(st, ends)) for tag, (st, v) in raw.items()}
     model = _last_json(texts, tags.CONFIG_MODEL)
-    table = _hparams_from_markdown(texts)
+    table = hparams_table(texts)
     hparams = _typed_hparams(dict(run.hparams), table) if run.hparams else table
     return Signals(
         run=name or run.name, scalars=scalars, histograms=_histograms(run), hparams=hparams,

@@ -25,7 +25,7 @@ import html
 
 import numpy as np
 
-from tfguard import tags
+from tfguard.diagnose.normalize import hparams_table
 from tfguard.text import printable
 
 
@@ -104,15 +104,7 @@ def hparam_text(value, literal: str | None = None) -> str:
 
 def logged_table(signals) -> dict[str, str]:
     """The run's own hyperparameter table (`config/hparams` markdown), name -> literal text."""
-    found: dict[str, str] = {}
-    texts = getattr(signals, "texts", None) or {}
-    for _step, text in texts.get(tags.CONFIG_HPARAMS, [])[-1:]:
-        for line in (text or "").splitlines():
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            if len(cells) != 2 or set(cells[0]) <= set("-: ") or cells[0].lower() in ("name", "hparam"):
-                continue
-            found[cells[0]] = cells[1]
-    return found
+    return hparams_table(getattr(signals, "texts", None) or {})
 
 
 def hparam_rows(d) -> list[tuple[str, str]]:
