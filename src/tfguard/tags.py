@@ -111,6 +111,24 @@ def from_keras_logs(logs, *, batch_level: bool = False) -> dict[str, float]:
     return values
 
 
+def epoch_values(epoch: int, logs, learning_rate: float | None = None) -> dict[str, float]:
+    """Tag -> value at an epoch end, as the Logger writes them and the live recorder keeps them.
+
+    The epoch, Keras's epoch logs (`from_keras_logs`) and the optimizer's
+    learning rate as it is now (after ReduceLROnPlateau or a schedule
+    changed it, it overrides a `learning_rate` log entry).
+
+    Example:
+
+    >>> epoch_values(2, {"loss": 0.5, "learning_rate": 0.1}, learning_rate=0.05)
+    {'train/epoch': 2.0, 'train/loss': 0.5, 'optimizer/learning_rate': 0.05}
+    """
+    values = {EPOCH: float(epoch), **from_keras_logs(logs)}
+    if learning_rate is not None:
+        values[LEARNING_RATE] = float(learning_rate)
+    return values
+
+
 def is_metric(tag: str) -> bool:
     """Whether a tag is a training or validation metric (the learning rate is not).
 

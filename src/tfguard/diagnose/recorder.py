@@ -99,10 +99,7 @@ class SignalRecorder:
             self._ends.append(int(step))
         else:
             self._ends[epoch] = int(step)
-        values = {tags.EPOCH: float(epoch), **tags.from_keras_logs(logs)}
-        if learning_rate is not None:  # the optimizer's, as it is now: it overrides a log entry
-            values[tags.LEARNING_RATE] = float(learning_rate)
-        for tag, value in values.items():
+        for tag, value in tags.epoch_values(epoch, logs, learning_rate).items():
             self.add_scalar(tag, step, value)
 
     def signals(self) -> Signals:

@@ -64,22 +64,14 @@ def step_values(record, optimizer) -> dict[str, float]:
 
 
 def epoch_values(epoch: int, logs, optimizer) -> dict[str, float]:
-    """Tag -> value at an epoch end, alike for the Logger and `LiveDiagnosis`.
-
-    The epoch, Keras's epoch logs (`tags.from_keras_logs`) and the
-    optimizer's learning rate as it is now (after ReduceLROnPlateau or a
-    schedule changed it, it overrides a `learning_rate` log entry).
+    """`tags.epoch_values` with the optimizer's learning rate as it is now.
 
     Example:
 
     >>> epoch_values(2, {"loss": 0.5, "val_loss": 0.6}, None)
     {'train/epoch': 2.0, 'train/loss': 0.5, 'val/loss': 0.6}
     """
-    values = {tags.EPOCH: float(epoch), **tags.from_keras_logs(logs)}
-    rate = learning_rate(optimizer)
-    if rate is not None:
-        values[tags.LEARNING_RATE] = rate
-    return values
+    return tags.epoch_values(epoch, logs, learning_rate(optimizer))
 
 
 def run_config(model, params: dict | None = None, **settings) -> dict:
