@@ -27,6 +27,8 @@ from collections.abc import Mapping
 import keras
 import numpy as np
 
+from tfguard.summary.runinfo import learning_rate
+
 _UNSAFE = re.compile(r"[^\w.-]+")
 
 
@@ -78,11 +80,8 @@ def user_callbacks(callbacks) -> list | None:
 
 
 def _learning_rate(optimizer) -> float | None:
-    try:
-        value = float(np.asarray(keras.ops.convert_to_numpy(optimizer.learning_rate)))
-    except Exception:  # a schedule or a callable the optimizer evaluates lazily
-        return None
-    return float(f"{value:.7g}") if np.isfinite(value) else None  # 1e-2, not 0.009999999776
+    value = learning_rate(optimizer)  # None for a schedule or a callable evaluated lazily
+    return float(f"{value:.7g}") if value is not None and np.isfinite(value) else None  # 1e-2, not 0.009999999776
 
 
 def _loss_name(loss) -> str | None:
