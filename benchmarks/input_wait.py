@@ -9,9 +9,10 @@ Two parts, one process, TensorFlow on one thread (`--threads 1`, as in
    4 ms per element, no prefetch) and by the fixed one (`cache()` and
    `prefetch(AUTOTUNE)`). Printed: the median `perf/input_wait_fraction` of
    each and whether `input_bound` fires, with the stage it names.
-2. The price of the measurement. A recording step pulls its batch on the
-   host to time `next(iterator)` (`tfguard.firewall.host.Host.
-   measure_input_wait`); without the measurement Keras pulls it in the graph.
+2. The price of the measurement. A recording step hands back a timestamp
+   taken once its batch was there and the host waits for the step's outputs
+   to time the whole step (`tfguard.firewall.host.Host.measure_input_wait`);
+   without the measurement the host does not wait.
    The reference CNN of `logging_overhead.py` trains rounds of `--steps`
    steps with a listener on every step (the worst case: every step records),
    measurement on and off in two model instances, interleaved, order
@@ -95,7 +96,7 @@ class Contender:
 
 
 def price(args, x, y) -> None:
-    contenders = [Contender("measured (host pull)", True), Contender("not measured (graph pull)", False)]
+    contenders = [Contender("measured (timestamp, waited)", True), Contender("not measured", False)]
     for round_ in range(args.warmup + args.rounds):
         order = contenders if round_ % 2 == 0 else contenders[::-1]
         for contender in order:

@@ -1,4 +1,4 @@
-"""The instrumented step: a plain trace for most steps, a recording trace on the steps that record."""
+"""The instrumented step: a plain trace for most steps and a recording trace on the steps that record, or one trace for a guarded model."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import tensorflow as tf  # noqa: E402
 from tests.summary.conftest import tiny_cnn  # noqa: E402
 from tfguard import tags  # noqa: E402
 from tfguard.firewall import instrument  # noqa: E402
+from tfguard.firewall.config import GuardConfig  # noqa: E402
 from tfguard.firewall.step import HISTOGRAMS, SCALARS  # noqa: E402
 
 BOTH = frozenset({SCALARS, HISTOGRAMS})
@@ -66,6 +67,21 @@ def test_the_plain_step_holds_no_signal_op_and_the_recording_step_is_traced_once
     assert plans[frozenset()].scalar_keys == [] and plans[frozenset()].histogram_keys == []
     assert tags.GLOBAL_GRAD_NORM in plans[BOTH].scalar_keys
     assert any(k.startswith("hist/weights/") for k in plans[BOTH].histogram_keys)
+
+
+def test_a_guarded_model_that_is_listened_to_has_one_trace_and_records_on_its_steps_only():
+    x, y = _data()
+    model = tiny_cnn()
+    inst = instrument(model)
+    inst.set_guard(GuardConfig(quarantine_dir=None))
+    _, seen = _listen(model, scalars_every=3, histograms_every=4)
+    model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)  # 12 steps
+    assert set(inst.plans) == {BOTH}  # the transaction holds every value anyway: no second trace
+    assert [step for step, _ in seen] == [1, 4, 5, 7, 9, 10]
+    hist_steps = [s for s, sig in seen if any(t.startswith("hist/") for t in sig)]
+    assert hist_steps == [1, 5, 9]
+    norms = {s: sig[tags.GLOBAL_GRAD_NORM] for s, sig in seen if tags.GLOBAL_GRAD_NORM in sig}
+    assert list(norms) == [1, 4, 7, 10] and all(value > 0 for value in norms.values())
 
 
 def test_weight_norm_and_update_ratio_match_numpy():

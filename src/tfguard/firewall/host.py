@@ -4,8 +4,10 @@ For each step the host:
 
 1. asks the bus what the step records (nothing, scalars, or scalars and
    histograms) from the global step it keeps, and calls the matching trace
-   (each is its own `tf.function` over the same wrapped step; the plain one
-   holds no signal op);
+   (`Host.key`: a guarded model that is listened to has one trace, whose
+   signals run when the host's flags say; otherwise a recording step runs
+   the recording trace and every other step the plain one, which holds no
+   signal op);
 2. counts the batch (batches seen, and epoch and batch in the epoch, from a
    small callback the guarded `fit` carries), so a bad batch is named by
    where it sat, not by the optimizer's iterations, which do not move on a
@@ -16,11 +18,13 @@ For each step the host:
    rejected batch never enters what Keras shows).
 
 One replica, one step per execution: the step hands the batch back with its
-flags (a tensor handle, no copy), and Keras keeps pulling batches in-graph.
-Otherwise (replicas, `steps_per_execution > 1`) the host pulls each batch so
-a bad one is still in hand. A recording step always pulls its batch on the
-host, to measure how long it waited for it (`perf/input_wait_fraction`):
-input-bound training is seen on every run, without a profiler.
+flags (a tensor handle, no copy), and Keras keeps pulling batches in-graph;
+the train function (`timed_train_function`) also hands back when the step
+asked for its batch and when the batch was there, so the host measures how
+long a recording step waited for it (`perf/input_wait_fraction`):
+input-bound training is seen on every run, without a profiler. Otherwise
+(replicas, `steps_per_execution > 1`) the host pulls each batch so a bad one
+is still in hand, and times the pull.
 
 Example:
 
@@ -36,6 +40,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import time
@@ -98,7 +103,7 @@ class Host:
     """
 
     measure_input_wait = True
-    """Recording steps pull their batch on the host to time the wait (`benchmarks/input_wait.py` turns it off to price it)."""
+    """Recording steps measure how long they waited for their batch (`benchmarks/input_wait.py` turns it off to price it)."""
 
     def __init__(self, inst, make):
         self.inst = inst
@@ -107,12 +112,20 @@ class Host:
         self.calls: dict[frozenset, int] = {}
         self.built = False
         self.last_logs: dict | None = None
+        self.called = 0.0  # time.time() when the last step was called
+        self.batch_listeners: list = []
 
     def function(self, kinds: frozenset):
-        """The Keras train function of the trace for `kinds` (built on first use)."""
+        """The train function of the trace for `kinds` (built on first use).
+
+        Keras's own, or, for one replica and one step per call in a graph,
+        `timed_train_function`: the same step, with the batch's arrival timed.
+        """
         function = self.functions.get(kinds)
         if function is None:
-            function = self.functions[kinds] = self.make()
+            model = self.inst.model
+            timed = self.inst.in_graph_batch and not model.run_eagerly
+            function = self.functions[kinds] = timed_train_function(model) if timed else self.make()
         return function
 
     def train_function(self):
@@ -129,12 +142,19 @@ class Host:
             def train_function(iterator):
                 start = inst.global_step_hint()
                 kinds = inst.bus.due(start) if inst.bus.wants_signals else frozenset()
-                if kinds and self.measure_input_wait:  # pulled on the host: the wait is measured
+                if kinds and self.measure_input_wait and model.run_eagerly:  # nothing to trace: pull and time
                     return self._timed_step(iterator, kinds, start)
+                self._build_once(getattr(iterator, "element_spec", None))
+                warm = self.calls.get(self.key(kinds), 0) > 0
                 logs = self._call(kinds, iterator)
-                batch = logs.get(OUTPUT_KEY, {}).pop("batch", {})
+                extra = logs.get(OUTPUT_KEY, {})
+                batch = extra.pop("batch", {})
+                times = extra.pop(BATCH_TIMES, None)
+                wait = None
+                if kinds and warm and times is not None and self.measure_input_wait:
+                    wait = _input_wait(self.called, np.asarray(times), extra)
                 data = (batch.get("x"), batch.get("y"), batch.get("sample_weight"))
-                return self.after_step(data, logs, kinds, start)
+                return self.after_step(data, logs, kinds, start, input_wait=wait)
 
         else:
 
@@ -152,7 +172,26 @@ class Host:
                 return outputs
 
         train_function._tfguard = True
+        train_function.peek_batch = self.peek_batch
         return train_function
+
+    def peek_batch(self, listener) -> None:
+        """Calls `listener(batch)` once, with the next batch a step hands back (`(x, y, sample_weight)`).
+
+        The batch stays where the step left it: nothing is pulled on the host
+        for it, so no trace runs only to show it (a logger's first-batch
+        images). A step that hands no batch back (the plain trace of a model
+        that is not guarded) leaves the listener for the next one.
+        """
+        self.batch_listeners.append(listener)
+
+    def _hand_batch(self, data) -> None:
+        if not self.batch_listeners or all(part is None for part in tf.nest.flatten(data)):
+            return
+        listeners, self.batch_listeners = self.batch_listeners, []
+        for listener in listeners:
+            with contextlib.suppress(Exception):  # a look at the data is never worth a training step
+                listener(data)
 
     def _timed_step(self, iterator, kinds: frozenset, start: int) -> dict:
         """Pulls the batch on the host, runs the step, and measures the share spent waiting for data.
@@ -168,11 +207,8 @@ class Host:
         except (StopIteration, tf.errors.OutOfRangeError):
             raise StopIteration from None
         pulled = time.perf_counter()
-        if not self.built:  # slots and metrics built outside the trace: the first trace is not traced twice
-            self.built = True
-            keras_compat.build_before_trace(self.inst.model, data)
-        key = RECORDING if kinds else frozenset()
-        warm = self.calls.get(key, 0) > 0
+        self._build_once(data)
+        warm = self.calls.get(self.key(kinds), 0) > 0
         logs = self._call(kinds, iter([data]))
         extra = logs.get(OUTPUT_KEY, {})
         extra.pop("batch", None)
@@ -182,16 +218,41 @@ class Host:
         wait = (pulled - begin) / (done - begin) if warm and done > begin else None
         return self.after_step(data, logs, kinds, start, input_wait=wait)
 
-    def _call(self, kinds: frozenset, argument):
-        """Runs the plain trace, or the recording trace (telling it whether histograms are due)."""
+    def _build_once(self, batch) -> None:
+        """Builds the optimizer's slots and the metrics outside the trace, from a batch or its spec.
+
+        Keras would build them inside its first trace and then trace the step
+        a second time; built here, the first trace is the only one.
+        """
+        if not self.built and batch is not None:
+            self.built = True
+            keras_compat.build_before_trace(self.inst.model, batch)
+
+    def key(self, kinds: frozenset) -> frozenset:
+        """The trace a step that records `kinds` runs: the plain one, or the recording one.
+
+        A guarded model's step holds every variable's value anyway, so a
+        model that is guarded and listened to has one trace, the recording
+        one, for every step: its signals are computed only when the host's
+        flags say so. Listened to without a guard, a step that records
+        nothing runs the plain trace, which holds no signal op.
+        """
         inst = self.inst
-        key = RECORDING if kinds else frozenset()
-        if kinds:
-            inst.set_histograms_due(HISTOGRAMS in kinds)
+        if kinds or (inst.guard is not None and inst.bus.wants_signals):
+            return RECORDING
+        return frozenset()
+
+    def _call(self, kinds: frozenset, argument):
+        """Runs the plain trace, or the recording trace (telling it what is due this step)."""
+        inst = self.inst
+        key = self.key(kinds)
+        if key:
+            inst.set_due(bool(kinds), HISTOGRAMS in kinds)
         function = self.function(key)
         self.calls[key] = self.calls.get(key, 0) + 1
         inst.tracing_kinds = key
         try:
+            self.called = time.time()
             logs = function(argument)
         finally:
             inst.tracing_kinds = frozenset()
@@ -205,6 +266,7 @@ class Host:
         extra = logs.pop(OUTPUT_KEY, {})
         position = inst.next_batch()
         inst.last_batch_size = _batch_size(data)
+        self._hand_batch(data)
         plan = inst.plan
         if "iterations" in extra:
             step = int(extra["iterations"])
@@ -262,6 +324,83 @@ class Host:
 
 
 _UNMOVED = (tags.WEIGHT_NORM, tags.UPDATE_RATIO)  # what an update that was not applied did not change
+
+
+BATCH_TIMES = "_tfguard_batch_times"
+
+
+def timed_train_function(model: keras.Model):
+    """Keras's train function for one replica and one step per call, timing the batch's arrival.
+
+    What Keras builds for that case (`iterator -> logs`: the batch pulled
+    in the graph, the model's `train_step` run by its strategy in a
+    `tf.function`, XLA-compiled when the model says so), with two
+    timestamps around the pull, taken in the outer graph (XLA has no
+    timestamp kernel): when the step asked for its batch and when the batch
+    was there. The host reads them on recording steps
+    (`perf/input_wait_fraction`); an input pipeline that keeps the step
+    waiting shows there, and Python's own overhead does not.
+
+    Example:
+
+    >>> import keras, numpy as np, tensorflow as tf
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> model.compile(optimizer="sgd", loss="mse")
+    >>> data = tf.data.Dataset.from_tensors((np.ones((4, 2), "float32"), np.ones((4, 1), "float32")))
+    >>> logs = timed_train_function(model)(iter(data))
+    >>> asked, ready = logs[BATCH_TIMES].numpy(); bool(ready >= asked), sorted(logs)[0]
+    (True, '_tfguard_batch_times')
+    """
+    step_function = model.train_step
+    strategy = model.distribute_strategy
+
+    @tf.autograph.experimental.do_not_convert
+    def one_step_on_data(data):
+        data = tf.nest.map_structure(  # as Keras: an Optional in the data stands for None
+            lambda value: None if isinstance(value, tf.experimental.Optional) else value, data)
+        return strategy.run(step_function, args=(data,))
+
+    one_step_on_data = tf.function(one_step_on_data, reduce_retracing=True, jit_compile=model.jit_compile)
+
+    @tf.autograph.experimental.do_not_convert
+    def step_on_iterator(iterator):
+        asked = tf.timestamp()
+        with tf.control_dependencies([asked]):
+            data = iterator.get_next()
+        arrived = [t for t in tf.nest.flatten(data) if isinstance(t, tf.Tensor)][:1]
+        with tf.control_dependencies(arrived or [asked]):
+            ready = tf.timestamp()
+        with tf.control_dependencies([ready]):  # the step starts once the time is taken, not before
+            data = tf.nest.map_structure(lambda v: tf.identity(v) if isinstance(v, tf.Tensor) else v, data)
+        return one_step_on_data(data), tf.stack([asked, ready])
+
+    step_on_iterator = tf.function(step_on_iterator, reduce_retracing=True)
+
+    def function(iterator):
+        logs, times = step_on_iterator(iterator)
+        if isinstance(logs, dict) and isinstance(logs.get(OUTPUT_KEY), dict):
+            logs[OUTPUT_KEY][BATCH_TIMES] = times
+        elif isinstance(logs, dict):
+            logs[BATCH_TIMES] = times
+        return logs
+
+    return function
+
+
+def _input_wait(called: float, times: np.ndarray, extra: dict) -> float:
+    """The share of a step spent waiting for its batch: the pull's time in the graph over the whole call.
+
+    `times` are the step's timestamps when it asked for its batch and when
+    the batch was there; the call runs from `called` (`time.time()` on the
+    host) until the step's outputs are on the host.
+    """
+    if "iterations" in extra:
+        np.asarray(extra["iterations"])  # the step's outputs are here: it has run
+    done = time.time()
+    if done <= called:
+        return 0.0
+    asked, ready = float(times[0]), float(times[1])
+    return min(1.0, max(0.0, (ready - asked) / (done - called)))
 
 
 def _meaningful(scalars: dict, histograms: dict, moved: bool) -> tuple[dict, dict]:

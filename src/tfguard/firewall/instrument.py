@@ -76,8 +76,9 @@ class Instrumentation(Counters):
         self.epoch_batch: int | None = None
         self.in_graph_batch = False
         self.last_batch_size: int | None = None
-        self.histogram_flag = None  # a bool variable: whether the recording trace computes histograms
-        self._histograms_due = None
+        self.record_flag = None  # bool variables: whether this run of the recording trace computes
+        self.histogram_flag = None  # its scalars, and its histograms (the host assigns them on change)
+        self._due: tuple | None = None
         self._tapped: list = []
         self._host: Host | None = None
         self._attached = False
@@ -197,24 +198,26 @@ class Instrumentation(Counters):
                 self.coverage.append(note)
                 warnings.warn(f"tfguard: {note}.", GuardWarning, stacklevel=2)
 
-    def set_histograms_due(self, due: bool) -> None:
-        """Tells the recording trace whether this step computes histograms (assigned on change)."""
-        self._ensure_flag()
-        if due != self._histograms_due:
-            self.histogram_flag.assign(due)
-            self._histograms_due = due
+    def set_due(self, scalars: bool, histograms: bool) -> None:
+        """Tells the recording trace what this step computes: its scalars, its histograms (assigned on change)."""
+        self._ensure_flags()
+        for index, (flag, due) in enumerate(((self.record_flag, scalars), (self.histogram_flag, histograms))):
+            if due != self._due[index]:
+                flag.assign(due)
+        self._due = (scalars, histograms)
 
-    def _ensure_flag(self) -> None:
-        if self.histogram_flag is None:
+    def _ensure_flags(self) -> None:
+        if self.record_flag is None:
             with tf.init_scope():
+                self.record_flag = tf.Variable(False, trainable=False, name="tfguard_scalars_due")
                 self.histogram_flag = tf.Variable(False, trainable=False, name="tfguard_histograms_due")
-            self._histograms_due = False
+            self._due = (False, False)
 
     def prepare(self) -> None:
         """Host-side set-up before a trace: the contract, the taps, the optimizer door."""
         model = self.model
         context.install()
-        self._ensure_flag()
+        self._ensure_flags()
         if self.guard is not None and self.contract is None and self.guard.data is not None:
             self.contract = infer_contract(model) if self.guard.data == "infer" else self.guard.data
         want_taps = self.guard is not None or self.bus.wants_signals

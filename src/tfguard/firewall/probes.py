@@ -6,9 +6,12 @@ from the taps. Nothing is computed twice: the gradient norms, weight norms
 and update ratios, dead/saturated fractions, input and label statistics
 and histograms are read off tensors the step has anyway.
 
-`build` returns two ordered maps, scalar tag -> thunk and histogram tag ->
-tensor; the step stacks the scalars into one tensor and buckets the
-histograms in one pass (`histograms_of`).
+`build` returns the scalar signals as `Group`s (tags computed together:
+every layer's gradient norm from one vector of squared norms and one
+segment sum) and an ordered map histogram tag -> tensor; the step puts
+the scalars into one vector (`signals_of`) and buckets the histograms in
+one pass (`histograms_of`), each inside the branch of the recording step
+that runs only when the host says it is due.
 
 Example:
 
@@ -19,6 +22,7 @@ True
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import keras
 import tensorflow as tf
@@ -62,18 +66,30 @@ def layer_key(variable, model_name: str) -> str:
     return "/".join(parts[:-1]) if len(parts) > 1 else parts[0]
 
 
+@dataclasses.dataclass
+class Group:
+    """Scalar signals computed together: `compute()` returns a float32 `[len(tags)]` vector (or a scalar, for one tag).
+
+    Built only inside the recording branch of the step, so a step that
+    records nothing runs none of it.
+    """
+
+    tags: list[str]
+    compute: Callable[[], tf.Tensor]
+
+
 def build(model: keras.Model, context: StepContext, records: list, x, y, wanted: Wanted,
-          histograms: bool) -> tuple[dict, dict]:
-    """`tag -> thunk` for scalars and, when `histograms`, `tag -> tensor or variable` to bucket.
+          histograms: bool) -> tuple[list[Group], dict]:
+    """The scalar `Group`s and, when `histograms`, `tag -> tensor, variable or thunk` to bucket.
 
     The histograms are bucketed together by `histograms_of` (one pass over
     all of them), inside the branch that runs only on histogram steps.
     """
-    scalars: dict = {}
+    groups: list[Group] = []
     hists: dict = {}
     variables, grads = _gradients(context)
-    _gradient_signals(model, variables, grads, scalars)
-    _input_signals(x, y, scalars)
+    _gradient_signals(model, variables, grads, groups)
+    _input_signals(x, y, groups)
     seen: set[str] = set()
     for layer, outputs in records:
         outs = float_leaves(outputs)
@@ -82,27 +98,45 @@ def build(model: keras.Model, context: StepContext, records: list, x, y, wanted:
         seen.add(layer.name)
         kind = stats.activation_kind(layer)
         if kind == "relu":
-            scalars[tags.dead_fraction(layer.name)] = lambda t=outs[0]: stats.dead_fraction(t)
+            groups.append(Group([tags.dead_fraction(layer.name)], lambda t=outs[0]: stats.dead_fraction(t)))
         elif kind in stats.SATURATING:
-            scalars[tags.saturated_fraction(layer.name)] = (
-                lambda t=outs[0], k=kind: stats.saturated_fraction(t, k))
+            groups.append(Group([tags.saturated_fraction(layer.name)],
+                                lambda t=outs[0], k=kind: stats.saturated_fraction(t, k)))
         if histograms and "activations" in wanted.histograms:
-            hists[tags.hist_activations(layer.name)] = stats.leading_examples(outs[0])
+            hists[tags.hist_activations(layer.name)] = lambda t=outs[0]: stats.leading_examples(t)
     if histograms and "gradients" in wanted.histograms:
         for variable, grad in zip(variables, grads):
             hists[tags.hist_gradients(variable.path)] = grad
     if wanted.weights:
-        _weight_signals(model, context, scalars)
+        _weight_signals(model, context, groups)
     if histograms and "weights" in wanted.histograms:
         for variable in model.weights:  # after the update, non-trainable ones too
             if is_float(variable):
                 hists[tags.hist_weights(variable.path)] = variable
-    return scalars, hists
+    return groups, hists
+
+
+def signals_of(groups: list[Group]) -> tf.Tensor:
+    """Every group's signals in one float32 vector, in the order of their tags."""
+    parts, scalars = [], []
+    for group in groups:
+        value = tf.cast(group.compute(), tf.float32)
+        if value.shape.rank == 0:
+            scalars.append(value)
+            continue
+        if scalars:
+            parts.append(tf.stack(scalars))
+            scalars = []
+        parts.append(value)
+    if scalars:
+        parts.append(tf.stack(scalars))
+    return tf.concat(parts, axis=0) if len(parts) > 1 else parts[0]
 
 
 def histograms_of(values: dict) -> tf.Tensor:
     """`[n, HIST_BUCKETS, 3]` buckets of every histogram value (read now: weights after the update)."""
-    return stats.buckets_many([tf.convert_to_tensor(v) for v in values.values()], HIST_BUCKETS)
+    return stats.buckets_many([v() if callable(v) else tf.convert_to_tensor(v) for v in values.values()],
+                              HIST_BUCKETS)
 
 
 def _gradients(context: StepContext) -> tuple[list, list]:
@@ -118,74 +152,88 @@ def _gradients(context: StepContext) -> tuple[list, list]:
     return variables, grads
 
 
-def _gradient_signals(model, variables, grads, scalars) -> None:
-    squares = [tf.reduce_sum(tf.square(tf.cast(g, tf.float32))) for g in grads]
-    by_layer: dict[str, list[int]] = {}
-    for index, variable in enumerate(variables):
-        by_layer.setdefault(layer_key(variable, model.name), []).append(index)
-    if squares:
-        scalars[tags.GLOBAL_GRAD_NORM] = lambda: tf.sqrt(tf.add_n(squares))
-    for layer, positions in by_layer.items():
-        scalars[tags.grad_norm(layer)] = lambda p=positions: tf.sqrt(tf.add_n([squares[i] for i in p]))
-        members = [grads[i] for i in positions]
-        scalars[tags.zero_grad_fraction(layer)] = lambda m=members: stats.zero_fraction(m)
+def _by_layer(model, variables) -> tuple[list[str], list[int]]:
+    """The layers of `variables` in first-seen order, and each variable's layer index."""
+    layers: list[str] = []
+    index: list[int] = []
+    for variable in variables:
+        key = layer_key(variable, model.name)
+        if key not in layers:
+            layers.append(key)
+        index.append(layers.index(key))
+    return layers, index
 
 
-def _input_signals(x, y, scalars) -> None:
+def _gradient_signals(model, variables, grads, groups) -> None:
+    """The global gradient norm, then each layer's gradient norm and share of zero gradients."""
+    if not grads:
+        return
+    layers, index = _by_layer(model, variables)
+
+    def compute():
+        reducer = stats.Reducer()
+        segments = tf.constant(index, tf.int32)
+        squares = stats.squared_norms(grads)
+        zeros = tf.stack([reducer.zeros(g) for g in grads])
+        sizes = tf.cast(stats.sizes_of(grads), tf.float32)
+        by_layer = [tf.math.unsorted_segment_sum(v, segments, len(layers)) for v in (squares, zeros, sizes)]
+        return tf.concat([tf.sqrt(tf.reduce_sum(squares))[None], tf.sqrt(by_layer[0]),
+                          by_layer[1] / tf.maximum(by_layer[2], 1.0)], axis=0)
+
+    groups.append(Group([tags.GLOBAL_GRAD_NORM, *map(tags.grad_norm, layers),
+                         *map(tags.zero_grad_fraction, layers)], compute))
+
+
+def _input_signals(x, y, groups) -> None:
     inputs = [t for _, t in leaves("x", x) if t.dtype.is_floating or t.dtype.is_integer]
     if inputs:
-        computed = {}
+        def moments(first=inputs[0]):
+            m = stats.moments(first)
+            return tf.stack([m["min"], m["max"], m["mean"], m["std"]])
 
-        def moment(key, first=inputs[0]):
-            # The four thunks run in one graph: the moments are computed once there.
-            if "moments" not in computed:
-                computed["moments"] = stats.moments(first)
-            return computed["moments"][key]
-
-        for key, tag in (("min", tags.INPUT_MIN), ("max", tags.INPUT_MAX),
-                         ("mean", tags.INPUT_MEAN), ("std", tags.INPUT_STD)):
-            scalars[tag] = lambda k=key: moment(k)
+        groups.append(Group([tags.INPUT_MIN, tags.INPUT_MAX, tags.INPUT_MEAN, tags.INPUT_STD], moments))
     targets = [t for _, t in leaves("y", y) if t.dtype.is_floating or t.dtype.is_integer]
     if targets:
-        scalars[tags.LABEL_MIN] = lambda t=targets[0]: tf.reduce_min(tf.cast(t, tf.float32))
-        scalars[tags.LABEL_MAX] = lambda t=targets[0]: tf.reduce_max(tf.cast(t, tf.float32))
         target = targets[0]
-        if target.dtype.is_floating and target.shape.rank is not None and target.shape.rank >= 2 \
-                and (target.shape[-1] is None or target.shape[-1] > 1):
-            # one-hot rows sum to 1; multi-hot rows (a multi-label problem) to more
-            scalars[tags.LABEL_ROW_SUM_MAX] = lambda t=target: tf.reduce_max(
-                tf.reduce_sum(tf.cast(t, tf.float32), axis=-1))
+        names = [tags.LABEL_MIN, tags.LABEL_MAX]
+        multi = (target.dtype.is_floating and target.shape.rank is not None and target.shape.rank >= 2
+                 and (target.shape[-1] is None or target.shape[-1] > 1))
+        if multi:  # one-hot rows sum to 1; multi-hot rows (a multi-label problem) to more
+            names.append(tags.LABEL_ROW_SUM_MAX)
+
+        def labels(t=target):
+            t = tf.cast(t, tf.float32)
+            values = [tf.reduce_min(t), tf.reduce_max(t)]
+            if multi:
+                values.append(tf.reduce_max(tf.reduce_sum(t, axis=-1)))
+            return tf.stack(values)
+
+        groups.append(Group(names, labels))
 
 
-def _weight_signals(model, context: StepContext, scalars) -> None:
+def _weight_signals(model, context: StepContext, groups) -> None:
     """`weight_norm/<layer>` and `update_ratio/<layer>` from the held values before the step."""
-    by_layer: dict[str, list] = {}
+    members: list = []
     for update in context.updates:
         for variable in update.variables:
             before = context.transaction.before(variable)
-            if before is not None and is_float(variable):
-                members = by_layer.setdefault(layer_key(variable, model.name), [])
-                if all(variable is not m[0] for m in members):
-                    members.append((variable, before))
+            if before is not None and is_float(variable) and all(variable is not m[0] for m in members):
+                members.append((variable, before))
+    if not members:
+        return
+    layers, index = _by_layer(model, [v for v, _ in members])
 
-    def norms(members):
-        after = [tf.cast(tf.convert_to_tensor(v), tf.float32) for v, _ in members]
-        old = [tf.cast(b, tf.float32) for _, b in members]
-        weight = tf.sqrt(tf.add_n([tf.reduce_sum(tf.square(w)) for w in after]))
-        delta = tf.sqrt(tf.add_n([tf.reduce_sum(tf.square(w - b)) for w, b in zip(after, old)]))
-        base = tf.sqrt(tf.add_n([tf.reduce_sum(tf.square(b)) for b in old]))
-        return weight, tf.where(tf.equal(base, 0.0), tf.constant(NO_RATIO), delta / base)
+    def compute():
+        segments = tf.constant(index, tf.int32)
+        after = [stats.as_float32(tf.convert_to_tensor(v)) for v, _ in members]
+        old = [stats.as_float32(b) for _, b in members]
+        weight, delta, base = (
+            tf.sqrt(tf.math.unsorted_segment_sum(stats.squared_norms(values), segments, len(layers)))
+            for values in (after, [w - b for w, b in zip(after, old)], old))
+        ratio = tf.where(tf.equal(base, 0.0), tf.constant(NO_RATIO), delta / base)
+        return tf.concat([weight, ratio], axis=0)
 
-    for layer, members in by_layer.items():
-        computed: dict = {}
-
-        def pick(which, m=members, c=computed):
-            if "norms" not in c:
-                c["norms"] = norms(m)
-            return c["norms"][which]
-
-        scalars[tags.weight_norm(layer)] = lambda f=pick: f(0)
-        scalars[tags.update_ratio(layer)] = lambda f=pick: f(1)
+    groups.append(Group([*map(tags.weight_norm, layers), *map(tags.update_ratio, layers)], compute))
 
 
-__all__ = ["HIST_BUCKETS", "NO_RATIO", "Wanted", "build", "histograms_of", "layer_key"]
+__all__ = ["HIST_BUCKETS", "NO_RATIO", "Group", "Wanted", "build", "histograms_of", "layer_key", "signals_of"]

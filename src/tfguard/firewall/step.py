@@ -18,9 +18,10 @@ model's override: a GAN's, a VAE's) unchanged, inside:
    back under `tf.cond` when the step is rejected.
 
 Everything is a tensor; nothing raises in the graph, so it holds under XLA.
-The recording traces (`kinds` not empty) also compute the signals
-(`tfguard.firewall.probes`). The host (`tfguard.firewall.host`) reads the
-flags and applies the policy.
+The recording trace (`kinds` not empty) also computes the signals
+(`tfguard.firewall.probes`), each kind in a branch that runs only when the
+host's flag for it is set (`Instrumentation.set_due`). The host
+(`tfguard.firewall.host`) reads the flags and applies the policy.
 
 Example (the model's own step is still there, under the guarded one):
 
@@ -115,13 +116,20 @@ def decide(flags: list[Flag], policy: str) -> dict:
     `finite_counts` (NaN/+Inf/-Inf/size per finite slot, computed only then).
     """
     finite = [f for f in flags if f.tensor is not None]
-    finite_index = {id(f): i for i, f in enumerate(finite)}
+    others = [f for f in flags if f.tensor is None]
+    parts = []
     if finite:
         # one cond: on a good step one sum per tensor; only a non-finite sum costs the exact
         # per-tensor flags and their NaN/Inf counts
-        finite_flags, counts = checkpoints.finite_ok([f.tensor for f in finite],
-                                                     counts=lambda: finite_counts(finite))
-    ok = tf.stack([finite_flags[finite_index[id(f)]] if f.tensor is not None else f.ok for f in flags])
+        finite_flags, counts = checkpoints.finite_ok([f.tensor for f in finite], counts=True)
+        parts.append(finite_flags)
+    if others:
+        parts.append(tf.stack([f.ok for f in others]))
+    ok = tf.concat(parts, axis=0) if len(parts) > 1 else parts[0]
+    position = {id(f): i for i, f in enumerate(finite + others)}
+    order = [position[id(f)] for f in flags]
+    if order != list(range(len(flags))):
+        ok = tf.gather(ok, order)
     failures = _all_reduce_sum(tf.cast(tf.logical_not(ok), tf.float32))
     failed = failures > 0
     must = [i for i, f in enumerate(flags) if f.slot.must_reject]
@@ -142,22 +150,6 @@ def hold_state(model: keras.Model, context: StepContext) -> None:
     for optimizer in keras_compat.optimizers_of(model):
         if optimizer.built:
             txn.hold(optimizer.variables)
-
-
-def finite_counts(flags: list[Flag]) -> tf.Tensor:
-    """`[n, 4]`: NaN, +Inf, -Inf and size of each flag's tensor (built under a failure `cond`).
-
-    One pass over all the tensors at once (flattened and concatenated), so a
-    step with many variables traces a handful of ops, not a dozen per tensor.
-    """
-    flat = [tf.reshape(tf.cast(f.tensor, tf.float32), [-1]) for f in flags]
-    sizes = tf.stack([tf.size(t) for t in flat])
-    values = tf.concat(flat, axis=0)
-    segments = tf.repeat(tf.range(len(flat)), sizes)
-    kinds = tf.stack([tf.math.is_nan(values), tf.equal(values, float("inf")),
-                      tf.equal(values, float("-inf"))], axis=1)
-    counts = tf.math.unsorted_segment_sum(tf.cast(kinds, tf.float32), segments, len(flat))
-    return tf.concat([counts, tf.cast(sizes, tf.float32)[:, None]], axis=1)
 
 
 def _coverage(model, context: StepContext, config) -> list[str]:
@@ -222,9 +214,6 @@ def make_step(model: keras.Model, inst, original) -> callable:
             flags += checkpoints.gradients(context)
             flags += checkpoints.update(context)
             coverage = _coverage(model, context, config)
-            if inst.in_graph_batch:
-                outputs["batch"] = {k: v for k, v in (("x", x), ("y", y), ("sample_weight", sample_weight))
-                                    if v is not None}
             decision = decide(flags, config.policy)
             reject = decision.pop("reject")
             outputs.update(decision)
@@ -236,6 +225,9 @@ def make_step(model: keras.Model, inst, original) -> callable:
                     for i, r in enumerate(counted)}
             context.transaction.restore_if(reject)
 
+        if inst.in_graph_batch and (config is not None or kinds):  # the batch, handed back (no copy)
+            outputs["batch"] = {k: v for k, v in (("x", x), ("y", y), ("sample_weight", sample_weight))
+                                if v is not None}
         step_optimizer = context.step_optimizer
         if step_optimizer is not None:
             inst.step_optimizer = step_optimizer
@@ -244,12 +236,18 @@ def make_step(model: keras.Model, inst, original) -> callable:
         scalar_keys: list[str] = []
         histogram_keys: list[str] = []
         if kinds:
-            scalars, hists = probes.build(model, context, records, x, y, inst.wanted,
-                                          bool(inst.wanted.histograms))
-            scalar_keys, histogram_keys = list(scalars), list(hists)
-            if scalars:
-                outputs["signals"] = tf.stack([tf.cast(fn(), tf.float32) for fn in scalars.values()])
-            if hists:  # one recording trace: the host says whether histograms are due this step
+            groups, hists = probes.build(model, context, records, x, y, inst.wanted,
+                                         bool(inst.wanted.histograms))
+            scalar_keys = [tag for group in groups for tag in group.tags]
+            histogram_keys = list(hists)
+            # One recording trace: the host's flags say what this step computes (a step that
+            # records nothing runs neither branch).
+            if groups:
+                outputs["signals"] = tf.cond(
+                    tf.convert_to_tensor(inst.record_flag),
+                    lambda: probes.signals_of(groups),
+                    lambda: tf.zeros([len(scalar_keys)]))
+            if hists:
                 outputs["histograms"] = tf.cond(
                     tf.convert_to_tensor(inst.histogram_flag),
                     lambda: probes.histograms_of(hists),
@@ -289,5 +287,5 @@ def _direct(model: keras.Model, records: list) -> list:
     return [(layer, out) for layer, out in records if id(layer) in direct]
 
 
-__all__ = ["HISTOGRAMS", "LOGS_KEY", "OUTPUT_KEY", "RECORDING", "SCALARS", "Plan", "decide", "finite_counts", "hold_state",
+__all__ = ["HISTOGRAMS", "LOGS_KEY", "OUTPUT_KEY", "RECORDING", "SCALARS", "Plan", "decide", "hold_state",
            "make_step"]

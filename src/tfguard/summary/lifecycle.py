@@ -124,7 +124,7 @@ class SignalHook:
                 signal.signal(self.signum, original if original is not None else signal.SIG_DFL)
 
 
-WARM_CALLS = 2  # the recording trace compiles at the first step, the plain one at the second
+WARM_CALLS = 2  # a logged model that is not guarded compiles its recording trace at the first step, its plain one at the second
 
 
 def wrap_train_function(model, on_error: Callable[[BaseException], None], peek=None, on_warm=None,
@@ -136,9 +136,10 @@ def wrap_train_function(model, on_error: Callable[[BaseException], None], peek=N
         on_error: called with any exception of the step except the end of
             the data (`StopIteration`, `OutOfRangeError`); the exception is
             then re-raised.
-        peek: called once with the first element of the first step (pulled
-            on the host; that one call of Keras's train function iterates in
-            Python, the later ones are untouched). Defaults to `None`.
+        peek: called once with the first batch: handed over by tfguard's
+            host loop when the train function is one (`peek_batch`), else
+            pulled on the host (that one call of Keras's train function
+            iterates in Python, the later ones are untouched). Defaults to `None`.
         on_warm: called after each of the first `WARM_CALLS` calls that
             returned: the last call is the first after which every trace of
             the step (an instrumented model has two) is usually compiled, a
@@ -157,6 +158,9 @@ def wrap_train_function(model, on_error: Callable[[BaseException], None], peek=N
     while getattr(inner, INNER, None) is not None:  # a wrapper left by an earlier fit
         inner = getattr(inner, INNER)
     state = {"peek": peek, "calls": 0}
+    if peek is not None and getattr(inner, "peek_batch", None) is not None:
+        inner.peek_batch(peek)  # tfguard's host loop hands its batch over: nothing pulled, nothing retraced
+        state["peek"] = None
 
     def train_function(iterator):
         state["all"] = state.get("all", 0) + 1
@@ -183,6 +187,8 @@ def wrap_train_function(model, on_error: Callable[[BaseException], None], peek=N
             raise
 
     train_function._tfguard = getattr(inner, "_tfguard", False)
+    if getattr(inner, "peek_batch", None) is not None:
+        train_function.peek_batch = inner.peek_batch
     setattr(train_function, INNER, inner)
     model.train_function = train_function
     return train_function
