@@ -367,7 +367,7 @@ def timed_train_function(model: keras.Model):
         asked = tf.timestamp()
         with tf.control_dependencies([asked]):
             data = iterator.get_next()
-        arrived = [t for t in tf.nest.flatten(data) if isinstance(t, tf.Tensor)][:1]
+        arrived = [t for t in tf.nest.flatten(data, expand_composites=True) if isinstance(t, tf.Tensor)][:1]
         with tf.control_dependencies(arrived or [asked]):
             ready = tf.timestamp()
         with tf.control_dependencies([ready]):  # the step starts once the time is taken, not before
