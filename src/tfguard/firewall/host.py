@@ -144,7 +144,8 @@ class Host:
                 kinds = inst.bus.due(start) if inst.bus.wants_signals else frozenset()
                 if kinds and self.measure_input_wait and model.run_eagerly:  # nothing to trace: pull and time
                     return self._timed_step(iterator, kinds, start)
-                self._build_once(getattr(iterator, "element_spec", None))
+                if not self.built:
+                    self._build_once(getattr(iterator, "element_spec", None))
                 warm = self.calls.get(self.key(kinds), 0) > 0
                 logs = self._call(kinds, iterator)
                 extra = logs.get(OUTPUT_KEY, {})
@@ -152,7 +153,8 @@ class Host:
                 times = extra.pop(BATCH_TIMES, None)
                 wait = None
                 if kinds and warm and times is not None and self.measure_input_wait:
-                    wait = _input_wait(self.called, np.asarray(times), extra)
+                    asked, ready = np.asarray(times).tolist()  # the pull's time, in the graph
+                    wait = _wait_share(ready - asked, self.called, extra, time.time)
                 data = (batch.get("x"), batch.get("y"), batch.get("sample_weight"))
                 return self.after_step(data, logs, kinds, start, input_wait=wait)
 
@@ -212,10 +214,7 @@ class Host:
         logs = self._call(kinds, iter([data]))
         extra = logs.get(OUTPUT_KEY, {})
         extra.pop("batch", None)
-        if "iterations" in extra:
-            np.asarray(extra["iterations"])  # the step's outputs are here: it has run
-        done = time.perf_counter()
-        wait = (pulled - begin) / (done - begin) if warm and done > begin else None
+        wait = _wait_share(pulled - begin, begin, extra, time.perf_counter) if warm else None
         return self.after_step(data, logs, kinds, start, input_wait=wait)
 
     def _build_once(self, batch) -> None:
@@ -387,20 +386,18 @@ def timed_train_function(model: keras.Model):
     return function
 
 
-def _input_wait(called: float, times: np.ndarray, extra: dict) -> float:
-    """The share of a step spent waiting for its batch: the pull's time in the graph over the whole call.
+def _wait_share(waited: float, began: float, extra: dict, clock) -> float | None:
+    """The share of a step spent waiting for its batch: `waited` seconds over the whole call.
 
-    `times` are the step's timestamps when it asked for its batch and when
-    the batch was there; the call runs from `called` (`time.time()` on the
-    host) until the step's outputs are on the host.
+    The call runs from `began` (read on `clock`) until the step's outputs
+    are on the host; `None` when `clock` did not move forward.
     """
     if "iterations" in extra:
         np.asarray(extra["iterations"])  # the step's outputs are here: it has run
-    done = time.time()
-    if done <= called:
-        return 0.0
-    asked, ready = float(times[0]), float(times[1])
-    return min(1.0, max(0.0, (ready - asked) / (done - called)))
+    done = clock()
+    if done <= began:
+        return None
+    return min(1.0, max(0.0, waited / (done - began)))
 
 
 def _meaningful(scalars: dict, histograms: dict, moved: bool) -> tuple[dict, dict]:

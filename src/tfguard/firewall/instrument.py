@@ -201,9 +201,10 @@ class Instrumentation(Counters):
     def set_due(self, scalars: bool, histograms: bool) -> None:
         """Tells the recording trace what this step computes: its scalars, its histograms (assigned on change)."""
         self._ensure_flags()
-        for index, (flag, due) in enumerate(((self.record_flag, scalars), (self.histogram_flag, histograms))):
-            if due != self._due[index]:
-                flag.assign(due)
+        if scalars != self._due[0]:
+            self.record_flag.assign(scalars)
+        if histograms != self._due[1]:
+            self.histogram_flag.assign(histograms)
         self._due = (scalars, histograms)
 
     def _ensure_flags(self) -> None:

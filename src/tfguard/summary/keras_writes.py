@@ -28,6 +28,7 @@ from tensorboard.compat.proto import summary_pb2, tensor_pb2, tensor_shape_pb2, 
 
 from tfguard import tags
 from tfguard.firewall import probes
+from tfguard.hooks.transaction import is_float
 from tfguard.summary.embeddings import embedding_tables
 from tfguard.summary.projector import MAX_POINTS, write_projector
 from tfguard.summary.writers import histogram_value
@@ -58,7 +59,7 @@ def weight_values(model: keras.Model, images: bool = False) -> tuple[list, list]
     all weights in one pass), so an epoch-end histogram reads like a
     step-level one.
     """
-    weights = [v for v in model.weights if keras.backend.is_float_dtype(v.dtype)]
+    weights = [v for v in model.weights if is_float(v)]  # the step-level weight histograms' choice
     if not weights:
         return [], []
     buckets = probes.histograms_of({v.path: v for v in weights}).numpy()
