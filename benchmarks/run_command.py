@@ -12,7 +12,9 @@ and imports included, on two short scripts shaped like the ones users run
 Contenders, each a fresh process, interleaved with the order rotated every
 round: `python SCRIPT` and `tfguard run --logdir TMP SCRIPT` (guard, logger,
 live diagnosis, the report). Time: wall clock from start to exit, median of
-`--repeats` rounds (default 3), ratios of medians; peak RSS by
+`--repeats` rounds (default 3), the ratio of the medians and, beside it,
+the median of each round's own ratio (`paired`: the two runs of a round
+meet the same machine load, so it moves less when the load drifts); peak RSS by
 `/usr/bin/time`. Both are also checked once for TensorFlow's start-up banner
 on stderr: `tfguard run` must print it no more often than `python` does.
 
@@ -115,17 +117,18 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"  {label} round {round_ + 1}: {name:<12}{wall:7.2f} s {peak:6.0f} MB",
                           flush=True)
             plain, attached = statistics.median(times["python"]), statistics.median(times["tfguard run"])
-            rows.append((label, plain, attached, max(peaks["python"]), max(peaks["tfguard run"]),
+            paired = statistics.median(a / p for a, p in zip(times["tfguard run"], times["python"]))
+            rows.append((label, plain, attached, paired, max(peaks["python"]), max(peaks["tfguard run"]),
                          banners["python"], banners["tfguard run"]))
     finally:
         if env_before is not None:
             os.environ["TF_CPP_MIN_LOG_LEVEL"] = env_before
         shutil.rmtree(folder, ignore_errors=True)
-    print(f"\n{'script':<11}{'python s':>9}{'tfguard run s':>14}{'ratio':>7}{'target':>8}"
+    print(f"\n{'script':<11}{'python s':>9}{'tfguard run s':>14}{'ratio':>7}{'paired':>8}{'target':>8}"
           f"{'peak MB (py/run)':>18}{'banner lines (py/run)':>23}")
-    for label, plain, attached, peak_plain, peak_run, banner_plain, banner_run in rows:
-        print(f"{label:<11}{plain:9.2f}{attached:14.2f}{attached / plain:6.2f}x{TARGETS[label]:7.2f}x"
-              f"{peak_plain:9.0f} / {peak_run:<6.0f}{banner_plain:12d} / {banner_run}")
+    for label, plain, attached, paired, peak_plain, peak_run, banner_plain, banner_run in rows:
+        print(f"{label:<11}{plain:9.2f}{attached:14.2f}{attached / plain:6.2f}x{paired:7.2f}x"
+              f"{TARGETS[label]:7.2f}x{peak_plain:9.0f} / {peak_run:<6.0f}{banner_plain:12d} / {banner_run}")
     return 0
 
 

@@ -91,6 +91,7 @@ def build(model: keras.Model, context: StepContext, records: list, x, y, wanted:
     _gradient_signals(model, variables, grads, groups)
     _input_signals(x, y, groups)
     seen: set[str] = set()
+    relus: dict[str, tf.Tensor] = {}
     for layer, outputs in records:
         outs = float_leaves(outputs)
         if not outs or layer.name in seen:
@@ -98,12 +99,15 @@ def build(model: keras.Model, context: StepContext, records: list, x, y, wanted:
         seen.add(layer.name)
         kind = stats.activation_kind(layer)
         if kind == "relu":
-            groups.append(Group([tags.dead_fraction(layer.name)], lambda t=outs[0]: stats.dead_fraction(t)))
+            relus[tags.dead_fraction(layer.name)] = outs[0]
         elif kind in stats.SATURATING:
             groups.append(Group([tags.saturated_fraction(layer.name)],
                                 lambda t=outs[0], k=kind: stats.saturated_fraction(t, k)))
         if histograms and "activations" in wanted.histograms:
             hists[tags.hist_activations(layer.name)] = lambda t=outs[0]: stats.leading_examples(t)
+    if relus:
+        outputs = list(relus.values())
+        groups.append(Group(list(relus), lambda: stats.dead_fractions(outputs)))
     if histograms and "gradients" in wanted.histograms:
         for variable, grad in zip(variables, grads):
             hists[tags.hist_gradients(variable.path)] = grad

@@ -6,14 +6,15 @@ buckets in TensorBoard's `[k, 3]` layout, dead-unit and saturation fractions.
 Example:
 
 >>> import tensorflow as tf
->>> float(dead_fraction(tf.constant([[0.0, 1.0], [0.0, 2.0]])))
-0.5
+>>> dead_fractions([tf.constant([[0.0, 1.0], [0.0, 2.0]])]).numpy().tolist()
+[0.5]
 >>> buckets(tf.constant([0.0, 1.0, 1.0]), 2).shape
 TensorShape([2, 3])
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import keras
@@ -49,12 +50,29 @@ def _finite(x: tf.Tensor) -> tf.Tensor:
     return tf.where(tf.math.is_finite(x), x, tf.zeros_like(x))
 
 
-def dead_fraction(outputs: tf.Tensor) -> tf.Tensor:
-    """Fraction of units (last axis) that are <= 0 for every example and position."""
-    x = tf.cast(outputs, tf.float32)
-    units = tf.reshape(x, [-1, tf.shape(x)[-1]])
-    alive = tf.reduce_max(units, axis=0) > 0
-    return 1.0 - tf.reduce_mean(tf.cast(alive, tf.float32))
+def dead_fractions(outputs: list[tf.Tensor]) -> tf.Tensor:
+    """`[n]`: for each output, the fraction of units (last axis) that are <= 0 for every example and position.
+
+    Computed together: one max and one count per output, one division for
+    all of them.
+
+    Example:
+
+    >>> dead = dead_fractions([tf.constant([[0.0, 1.0], [0.0, 2.0]]), tf.constant([[[-1.0, 0.0, 3.0]]])])
+    >>> [round(v, 3) for v in dead.numpy().tolist()]
+    [0.5, 0.667]
+    """
+    reducer = Reducer()
+    alive, units = [], []
+    for output in outputs:
+        x = as_float32(output)
+        if x.shape.rank is None or x.shape.rank == 0:
+            x = tf.reshape(x, [-1, tf.shape(x)[-1]] if x.shape.rank is None else [1, 1])
+        peak = reducer.max_but_last(x)
+        alive.append(reducer.sum(tf.cast(peak > reducer.zero, tf.float32)))
+        width = x.shape[-1]
+        units.append(tf.constant(float(width)) if width is not None else tf.cast(tf.shape(x)[-1], tf.float32))
+    return 1.0 - tf.stack(alive) / tf.maximum(tf.stack(units), 1.0)
 
 
 def saturated_fraction(outputs: tf.Tensor, kind: str) -> tf.Tensor:
@@ -88,9 +106,22 @@ class Reducer:
     """
 
     def __init__(self):
-        self._axes: dict[int, tf.Tensor] = {}
+        self._axes: dict[tuple[int, bool], tf.Tensor] = {}
         self._flat_shape = None
         self._zero = None
+
+    def _axes_of(self, rank: int, last: bool) -> tf.Tensor:
+        axes = self._axes.get((rank, last))
+        if axes is None:
+            axes = self._axes[rank, last] = tf.constant(list(range(rank if last else rank - 1)), tf.int32)
+        return axes
+
+    @property
+    def zero(self) -> tf.Tensor:
+        """A float32 0 shared by every comparison."""
+        if self._zero is None:
+            self._zero = tf.constant(0.0)
+        return self._zero
 
     def sum(self, t: tf.Tensor) -> tf.Tensor:
         """The sum of every value of `t` (a scalar in `t`'s dtype)."""
@@ -99,17 +130,16 @@ class Reducer:
             return t
         if rank is None:
             return tf.reduce_sum(t)
-        axes = self._axes.get(rank)
-        if axes is None:
-            axes = self._axes[rank] = tf.constant(list(range(rank)), tf.int32)
-        return tf.reduce_sum(t, axis=axes)
+        return tf.reduce_sum(t, axis=self._axes_of(rank, last=True))
+
+    def max_but_last(self, t: tf.Tensor) -> tf.Tensor:
+        """The max over every axis but the last (`t` itself when it has one axis)."""
+        rank = t.shape.rank
+        return t if rank == 1 else tf.reduce_max(t, axis=self._axes_of(rank, last=False))
 
     def zeros(self, t: tf.Tensor) -> tf.Tensor:
         """How many values of `t` are exactly zero (float32)."""
-        t = as_float32(t)
-        if self._zero is None:
-            self._zero = tf.constant(0.0)
-        return self.sum(tf.cast(tf.equal(t, self._zero), tf.float32))
+        return self.sum(tf.cast(tf.equal(as_float32(t), self.zero), tf.float32))
 
     def flat(self, t: tf.Tensor) -> tf.Tensor:
         """`t` as a vector."""
@@ -174,9 +204,9 @@ def buckets_many(tensors: list[tf.Tensor], count: int = 30) -> tf.Tensor:
     n = len(tensors)
     reducer = Reducer()
     flat = [reducer.flat(as_float32(t)) for t in tensors]
+    x = _finite(tf.concat(flat, axis=0) if n > 1 else flat[0])
+    segment = segment_ids(flat)
     sizes = sizes_of(flat)
-    x = _finite(tf.concat(flat, axis=0))
-    segment = tf.repeat(tf.range(n), sizes)
     empty = tf.equal(sizes, 0)
     low = tf.where(empty, 0.0, tf.math.unsorted_segment_min(x, segment, n))
     high = tf.where(empty, 0.0, tf.math.unsorted_segment_max(x, segment, n))
@@ -184,8 +214,35 @@ def buckets_many(tensors: list[tf.Tensor], count: int = 30) -> tf.Tensor:
     index = tf.cast(tf.floor((x - tf.gather(low, segment)) / tf.gather(width, segment)), tf.int32)
     index = tf.clip_by_value(index, 0, count - 1) + segment * count
     counts = tf.reshape(tf.math.unsorted_segment_sum(tf.ones_like(x), index, n * count), [n, count])
-    left = low[:, None] + width[:, None] * tf.range(count, dtype=tf.float32)[None, :]
-    return tf.stack([left, left + width[:, None], counts], axis=2)
+    low, width = tf.expand_dims(low, 1), tf.expand_dims(width, 1)
+    left = low + width * tf.constant([list(map(float, range(count)))])
+    return tf.stack([left, left + width, counts], axis=2)
+
+
+def segment_ids(tensors: list[tf.Tensor]) -> tf.Tensor:
+    """For the concatenation of the vectors `tensors`, which vector each value came from (int32).
+
+    A mark where each vector starts, and a running sum: a few ops whatever
+    the number of vectors, static shapes when their sizes are known (XLA).
+
+    Example:
+
+    >>> segment_ids([tf.ones([2]), tf.ones([0]), tf.ones([3])]).numpy().tolist()
+    [0, 0, 2, 2, 2]
+    """
+    static = [t.shape.num_elements() for t in tensors]
+    if all(size is not None for size in static):
+        total = sum(static)
+        starts = [start for start in itertools.accumulate(static[:-1]) if start < total]
+        if not starts:
+            return tf.zeros([total], tf.int32)
+        marks = tf.scatter_nd(tf.constant([[start] for start in starts], tf.int32),
+                              tf.ones([len(starts)], tf.int32), tf.constant([total], tf.int32))
+        return tf.cumsum(marks)
+    ends = tf.cumsum(sizes_of(tensors))
+    total = ends[-1]
+    marks = tf.math.unsorted_segment_sum(tf.ones_like(ends[:-1]), ends[:-1], total + 1)[:total]
+    return tf.cumsum(marks)
 
 
 def leading_examples(values: tf.Tensor, limit: int = ACTIVATION_SAMPLE) -> tf.Tensor:

@@ -135,6 +135,7 @@ class Transaction:
             return
         variables = [h.tf_variable for h in shared]
         values = [h.before for h in shared]
+        strategy_wide = tf.distribute.has_strategy()
 
         def restore_shared(distribution, reject, values):
             if isinstance(reject, tf.distribute.DistributedValues):
@@ -142,7 +143,10 @@ class Transaction:
 
             def restore():
                 for variable, value in zip(variables, values):
-                    distribution.extended.update(variable, _assign, args=(value,), group=False)
+                    if strategy_wide:
+                        distribution.extended.update(variable, _assign, args=(value,), group=False)
+                    else:  # the default strategy: the same assignment, without its wrapping
+                        variable.assign(value, read_value=False)
                 return tf.constant(True)
 
             tf.cond(reject, restore, lambda: tf.constant(False))

@@ -1,0 +1,90 @@
+"""The in-graph statistics agree with a plain NumPy reading, eagerly, in a graph and under XLA."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfguard.firewall import stats
+
+RNG = np.random.default_rng(7)
+SHAPES = [(3, 4), (0,), (7,), (2, 2, 2), (0, 3), (1,)]
+
+
+def _tensors():
+    values = [RNG.normal(size=shape).astype("float32") for shape in SHAPES]
+    values[2][1] = np.nan
+    values[3][0, 0, 0] = np.inf
+    return values
+
+
+def _reference_buckets(values: np.ndarray, count: int) -> np.ndarray:
+    """TensorBoard buckets as `stats.buckets` defines them: finite min-max edges, non-finite counted at 0."""
+    x = np.where(np.isfinite(values), values, 0.0).astype(np.float64).ravel()
+    if x.size == 0:
+        low = high = 0.0
+    else:
+        low, high = x.min(), x.max()
+    width = (high - low) / count if high > low else 1.0
+    index = np.clip(np.floor((x - low) / width).astype(int), 0, count - 1)
+    counts = np.bincount(index, minlength=count)
+    left = low + width * np.arange(count)
+    return np.stack([left, left + width, counts], axis=1)
+
+
+def _graph(function, count: int, *, xla: bool = False, unknown_shapes: bool = False):
+    signature = [tf.TensorSpec(None, tf.float32)] * count if unknown_shapes else None
+
+    @tf.autograph.experimental.do_not_convert
+    def call(*tensors):
+        return function(list(tensors))
+
+    return tf.function(call, jit_compile=xla, input_signature=signature)
+
+
+@pytest.mark.parametrize("mode", ["eager", "graph", "xla", "unknown shapes"])
+def test_buckets_many_match_each_tensor_on_its_own(mode):
+    values = _tensors()
+    run = lambda tensors: stats.buckets_many(tensors, 5)  # noqa: E731
+    if mode != "eager":
+        run = _graph(run, len(values), xla=mode == "xla", unknown_shapes=mode == "unknown shapes")
+    got = run(*[tf.constant(v) for v in values]) if mode != "eager" else run([tf.constant(v) for v in values])
+    assert got.shape == (len(values), 5, 3)
+    for i, value in enumerate(values):
+        np.testing.assert_allclose(got[i].numpy(), _reference_buckets(value, 5), rtol=1e-5, atol=1e-5,
+                                   err_msg=f"tensor {i} of shape {value.shape}")
+
+
+@pytest.mark.parametrize("sizes", [[2, 0, 3], [0, 2], [2, 0], [3], [0], [1, 1, 1, 1]])
+@pytest.mark.parametrize("unknown_shapes", [False, True])
+def test_segment_ids_name_the_vector_of_each_value(sizes, unknown_shapes):
+    tensors = [tf.ones([size]) for size in sizes]
+    expected = np.repeat(np.arange(len(sizes)), sizes).tolist()
+    if unknown_shapes:
+        got = _graph(stats.segment_ids, len(sizes), unknown_shapes=True)(*tensors)
+    else:
+        got = stats.segment_ids(tensors)
+    assert got.dtype == tf.int32
+    assert got.numpy().tolist() == expected
+
+
+def _reference_dead(values: np.ndarray) -> float:
+    units = values.reshape(-1, values.shape[-1]) if values.ndim else values.reshape(1, 1)
+    return float(1.0 - (units.max(axis=0) > 0).mean())
+
+
+@pytest.mark.parametrize("mode", ["eager", "xla", "unknown shapes"])
+def test_dead_fractions_count_units_never_positive(mode):
+    values = [
+        np.maximum(RNG.normal(size=(8, 5, 5, 6)), 0).astype("float32"),
+        np.array([[0.0, 1.0, -2.0], [0.0, 0.0, -1.0]], "float32"),  # 2 of 3 units dead
+        np.array([-1.0, 2.0, 0.0], "float32"),  # one axis: the units are its values
+        np.zeros((4, 3), "float32"),  # all dead
+    ]
+    values[0][..., 2] = 0.0  # one dead channel
+    tensors = [tf.constant(v) for v in values]
+    if mode == "eager":
+        got = stats.dead_fractions(tensors)
+    else:
+        got = _graph(stats.dead_fractions, len(values), xla=mode == "xla",
+                     unknown_shapes=mode == "unknown shapes")(*tensors)
+    np.testing.assert_allclose(got.numpy(), [_reference_dead(v) for v in values], rtol=1e-6)
