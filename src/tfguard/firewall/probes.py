@@ -158,14 +158,9 @@ def _gradients(context: StepContext) -> tuple[list, list]:
 
 def _by_layer(model, variables) -> tuple[list[str], list[int]]:
     """The layers of `variables` in first-seen order, and each variable's layer index."""
-    layers: list[str] = []
-    index: list[int] = []
-    for variable in variables:
-        key = layer_key(variable, model.name)
-        if key not in layers:
-            layers.append(key)
-        index.append(layers.index(key))
-    return layers, index
+    positions: dict[str, int] = {}
+    index = [positions.setdefault(layer_key(variable, model.name), len(positions)) for variable in variables]
+    return list(positions), index
 
 
 def _gradient_signals(model, variables, grads, groups) -> None:
@@ -218,10 +213,12 @@ def _input_signals(x, y, groups) -> None:
 def _weight_signals(model, context: StepContext, groups) -> None:
     """`weight_norm/<layer>` and `update_ratio/<layer>` from the held values before the step."""
     members: list = []
+    seen: set[int] = set()
     for update in context.updates:
         for variable in update.variables:
             before = context.transaction.before(variable)
-            if before is not None and is_float(variable) and all(variable is not m[0] for m in members):
+            if before is not None and is_float(variable) and id(variable) not in seen:
+                seen.add(id(variable))
                 members.append((variable, before))
     if not members:
         return

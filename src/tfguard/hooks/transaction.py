@@ -151,7 +151,7 @@ class Transaction:
 
             tf.cond(reject, restore, lambda: tf.constant(False))
 
-        if not tf.distribute.has_strategy():
+        if not strategy_wide:
             restore_shared(tf.distribute.get_strategy(), reject, values)
             return
         tf.__internal__.distribute.interim.maybe_merge_call(

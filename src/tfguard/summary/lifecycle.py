@@ -158,8 +158,9 @@ def wrap_train_function(model, on_error: Callable[[BaseException], None], peek=N
     while getattr(inner, INNER, None) is not None:  # a wrapper left by an earlier fit
         inner = getattr(inner, INNER)
     state = {"peek": peek, "calls": 0}
-    if peek is not None and getattr(inner, "peek_batch", None) is not None:
-        inner.peek_batch(peek)  # tfguard's host loop hands its batch over: nothing pulled, nothing retraced
+    peek_batch = getattr(inner, "peek_batch", None)
+    if peek is not None and peek_batch is not None:
+        peek_batch(peek)  # tfguard's host loop hands its batch over: nothing pulled, nothing retraced
         state["peek"] = None
 
     def train_function(iterator):
@@ -187,8 +188,8 @@ def wrap_train_function(model, on_error: Callable[[BaseException], None], peek=N
             raise
 
     train_function._tfguard = getattr(inner, "_tfguard", False)
-    if getattr(inner, "peek_batch", None) is not None:
-        train_function.peek_batch = inner.peek_batch
+    if peek_batch is not None:
+        train_function.peek_batch = peek_batch
     setattr(train_function, INNER, inner)
     model.train_function = train_function
     return train_function
