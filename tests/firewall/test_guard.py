@@ -30,6 +30,24 @@ def test_skip_leaves_weights_and_optimizer_state_untouched(classifier, data, tmp
     assert not all(np.array_equal(a, b) for a, b in zip(before, weights_of(model)))
 
 
+def test_a_model_fitted_before_it_was_guarded_is_guarded_on_its_next_fit(data, tmp_path):
+    # A notebook's order: fit, see trouble, guard. Keras keeps the train function of the
+    # first fit; the guard must not leave that unguarded step in place.
+    x, y = data
+    model = keras.Sequential([keras.Input((x.shape[1],)), keras.layers.Dense(16, activation="relu"),
+                              keras.layers.BatchNormalization(), keras.layers.Dense(3)])
+    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.fit(x[:32], y[:32], batch_size=16, epochs=1, verbose=0)
+    model = tfguard.guard(model, policy="skip", quarantine_dir=str(tmp_path), localize=False)
+    before, state = weights_of(model), optimizer_state(model)
+    history = model.fit(poisoned(x[:16]), y[:16], batch_size=16, epochs=1, verbose=0)
+    assert history.history["guard_skipped"] == [1.0]
+    assert [event.checkpoint for event in tfguard.guard_events(model)] == ["data"]
+    # every weight, the BatchNormalization moving statistics included, bitwise as before
+    assert all(np.array_equal(a, b) for a, b in zip(before, weights_of(model)))
+    assert all(np.array_equal(a, b) for a, b in zip(state, optimizer_state(model)))
+
+
 def test_skip_counts_show_in_history_and_training_continues(classifier, data, tmp_path):
     x, y = data
     model = tfguard.guard(classifier, policy="skip", quarantine_dir=str(tmp_path))

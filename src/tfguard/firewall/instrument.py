@@ -168,6 +168,7 @@ class Instrumentation(Counters):
         object.__setattr__(model, COMPLETED_STEP, lambda: self.host_step)
         self._attached = True
         self._retrace()
+        model.train_function = None  # one Keras built for an earlier fit would run the unguarded step
 
     def detach(self) -> None:
         """Restores the model's own step, train function, `reset_metrics` and `fit`."""
