@@ -22,11 +22,11 @@ guard holds their state instead.
 Example:
 
 >>> import keras, tensorflow as tf
->>> w = keras.Variable([1.0, 2.0])
+>>> w = keras.Variable([1.0, 2.0], name="w")
 >>> sgd = keras.optimizers.SGD(learning_rate=0.5)
 >>> sgd.build([w])
->>> [(v.path, value.numpy().tolist()) for v, value in dry_run(sgd, [tf.constant([1.0, 1.0])], [w])][:1]
-[('variable', [0.5, 1.5])]
+>>> [(v.name, value.numpy().tolist()) for v, value in dry_run(sgd, [tf.constant([1.0, 1.0])], [w])][:1]
+[('w', [0.5, 1.5])]
 >>> w.numpy().tolist()  # nothing was written
 [1.0, 2.0]
 """
