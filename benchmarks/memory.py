@@ -18,7 +18,11 @@ With `--run-command`, also a whole process: a script that trains the 100 M
 MLP, run by `python` and by `tfguard run` (guard, Logger, live diagnosis),
 peak RSS of each process.
 
-Run: `.venv/bin/python benchmarks/memory.py [--models mlp50m,mlp100m,resnet50] [--run-command]`
+Each contender runs `--repeats` times, interleaved; the median growth is
+printed with its range (the peak moves between runs by up to ~100 MB: the
+executor's op order is not fixed).
+
+Run: `.venv/bin/python benchmarks/memory.py [--models mlp50m,mlp100m,resnet50] [--repeats 3] [--run-command]`
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -95,26 +100,39 @@ def _spawn(args: list[str]) -> tuple[int, str, int]:
     return os.waitstatus_to_exitcode(status), out, usage.ru_maxrss * 1024
 
 
-def run_models(models: list[str], contenders: list[str]) -> list[dict]:
+def run_models(models: list[str], contenders: list[str], repeats: int) -> list[dict]:
+    """Each contender `repeats` times per model, interleaved; the median growth of each (and its range)."""
     rows = []
     for model_name in models:
         steps, batch = STEPS.get(model_name, (3, 64))
-        for contender in contenders:
-            code, out, _ = _spawn([sys.executable, __file__, "--child", model_name, contender,
-                                   "--steps", str(steps), "--batch", str(batch)])
-            line = [ln for ln in out.splitlines() if ln.startswith("{")]
-            if code != 0 or not line:
-                print(f"{model_name} {contender}: failed (exit {code})", flush=True)
+        runs: dict[str, list[dict]] = {c: [] for c in contenders}
+        for _ in range(repeats):
+            for contender in contenders:
+                code, out, _ = _spawn([sys.executable, __file__, "--child", model_name, contender,
+                                       "--steps", str(steps), "--batch", str(batch)])
+                line = [ln for ln in out.splitlines() if ln.startswith("{")]
+                if code != 0 or not line:
+                    print(f"{model_name} {contender}: failed (exit {code})", flush=True)
+                    continue
+                row = json.loads(line[-1])
+                runs[contender].append(row)
+                gpu = f", GPU +{row['gpu_growth'] / 2**20:.0f} MB" if "gpu_growth" in row else ""
+                print(f"{model_name:9s} {contender:22s} RSS +{row['rss_growth'] / 2**20:.0f} MB{gpu}", flush=True)
+        for done in runs.values():
+            if not done:
                 continue
-            row = json.loads(line[-1])
+            row = dict(done[0])
+            for key in ("rss_growth", "gpu_growth"):
+                if key in row:
+                    values = sorted(r[key] for r in done)
+                    row[key] = statistics.median(values)
+                    row[key + "_range"] = (values[0], values[-1])
             rows.append(row)
-            gpu = f", GPU +{row['gpu_growth'] / 2**20:.0f} MB" if "gpu_growth" in row else ""
-            print(f"{model_name:9s} {contender:22s} RSS +{row['rss_growth'] / 2**20:.0f} MB{gpu}", flush=True)
     return rows
 
 
 def table(rows: list[dict]) -> None:
-    print("\n| model | contender | RSS growth MB | x plain | GPU peak growth MB | x plain |")
+    print("\n| model | contender | RSS growth MB (median, range) | x plain | GPU peak growth MB | x plain |")
     print("|---|---|---|---|---|---|")
     plain = {r["model"]: r for r in rows if r["contender"] == "plain"}
     for r in rows:
@@ -125,8 +143,9 @@ def table(rows: list[dict]) -> None:
             gpu = f"{r['gpu_growth'] / 2**20:.0f}"
             if base and base.get("gpu_growth"):
                 gratio = f"{r['gpu_growth'] / base['gpu_growth']:.2f}"
+        low, high = r.get("rss_growth_range", (r["rss_growth"], r["rss_growth"]))
         print(f"| {r['model']} ({r['params'] / 1e6:.1f} M) | {r['contender']} | "
-              f"{r['rss_growth'] / 2**20:.0f} | {ratio} | {gpu} | {gratio} |")
+              f"{r['rss_growth'] / 2**20:.0f} ({low / 2**20:.0f}-{high / 2**20:.0f}) | {ratio} | {gpu} | {gratio} |")
 
 
 SCRIPT = """
@@ -171,7 +190,7 @@ def main() -> None:
     if args.child:
         print(json.dumps(child(*args.child, args.steps, args.batch)), flush=True)
         return
-    rows = run_models(args.models.split(","), args.contenders.split(","))
+    rows = run_models(args.models.split(","), args.contenders.split(","), args.repeats)
     table(rows)
     if args.run_command:
         run_command(args.repeats)

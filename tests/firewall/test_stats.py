@@ -88,3 +88,39 @@ def test_dead_fractions_count_units_never_positive(mode):
         got = _graph(stats.dead_fractions, len(values), xla=mode == "xla",
                      unknown_shapes=mode == "unknown shapes")(*tensors)
     np.testing.assert_allclose(got.numpy(), [_reference_dead(v) for v in values], rtol=1e-6)
+
+
+@pytest.mark.parametrize("jit_compile", [None, False, True])
+def test_chunked_histograms_are_the_packed_ones_in_bounded_pieces(jit_compile):
+    rng = np.random.default_rng(0)
+    values = [rng.normal(size=s).astype(np.float32) for s in [(3,), (1000, 7), (50,), (4000,), (300,)]]
+    values[1][5, 2] = np.nan
+    values[3][17] = np.inf
+    tensors = [tf.constant(v) for v in values]
+
+    def both(*ts):
+        return stats.buckets_many(list(ts), 30, chunk=1024), stats.buckets_many(list(ts), 30, chunk=10**9)
+
+    run = both if jit_compile is None else tf.function(both, jit_compile=jit_compile)
+    chunked, packed = (t.numpy() for t in run(*tensors))
+    np.testing.assert_allclose(chunked, packed, rtol=0, atol=1e-5)
+    assert [c[:, 2].sum() for c in chunked] == [v.size for v in values]  # every value counted once
+    single = stats.buckets_chunked(tensors[1], 30, chunk=999).numpy()
+    np.testing.assert_array_equal(single, stats.buckets_many([tensors[1]], 30, chunk=10**9).numpy()[0])
+
+
+def test_all_finite_stacks_small_tensors_of_one_shape_and_still_finds_one_nan():
+    rng = np.random.default_rng(1)
+    good = [tf.constant(rng.random((32, 32), dtype=np.float32)) for _ in range(100)]
+    bad = list(good)
+    poisoned = rng.random((32, 32), dtype=np.float32)
+    poisoned[3, 4] = np.nan
+    bad[57] = tf.constant(poisoned)
+
+    @tf.function
+    def check(ts):
+        return stats.Reducer().all_finite(ts)
+
+    assert bool(check(good)) and not bool(check(bad))
+    graph = check.get_concrete_function(good).graph
+    assert sum(op.type == "Sum" for op in graph.get_operations()) <= 2  # one per shape, not one per tensor

@@ -96,8 +96,9 @@ def finite_flags(checkpoint: str, named: dict) -> list[Flag]:
 def finite_ok(tensors: list[tf.Tensor], counts: bool = False, reducer: stats.Reducer | None = None):
     """Per tensor, whether every value is finite: a bool vector (and, with `counts`, the counts).
 
-    A good step costs one sum per tensor: a finite sum of every tensor
-    means every value is finite. Only when a sum is not finite (a NaN or
+    A good step costs one sum per large tensor and one per shape for the
+    small ones (`stats.Reducer.all_finite`): a finite sum means every value
+    is finite. Only when a sum is not finite (a NaN or
     Inf, or a sum that overflowed) are the values counted one by one
     (`nonfinite_counts`), under a `tf.cond`, so the flags are exact.
 
@@ -117,7 +118,7 @@ def finite_ok(tensors: list[tf.Tensor], counts: bool = False, reducer: stats.Red
         The flags, or `(flags, counts)` with `counts`.
     """
     n = len(tensors)
-    sums = (reducer or stats.Reducer()).sums(tensors)
+    all_finite = (reducer or stats.Reducer()).all_finite(tensors)
 
     def exact():
         found = nonfinite_counts(tensors)
@@ -128,7 +129,7 @@ def finite_ok(tensors: list[tf.Tensor], counts: bool = False, reducer: stats.Red
         flags = tf.ones([n], tf.bool)
         return (flags, tf.zeros([n, 4])) if counts else flags
 
-    return tf.cond(tf.reduce_all(tf.math.is_finite(sums)), good, exact)
+    return tf.cond(all_finite, good, exact)
 
 
 def nonfinite_counts(tensors: list[tf.Tensor]) -> tf.Tensor:
@@ -251,6 +252,8 @@ def update(context: StepContext, gate=None, final: bool = True) -> list[Flag]:
         key = id(held.tf_variable)
         if gate is not None and key in gate.update_flags:
             flags.append(gate.update_flags[key])
+            continue
+        if gate is not None and key in gate.pending:
             continue
         value = gate.state_value(held, final) if gate is not None else tf.convert_to_tensor(held.tf_variable)
         flags.append(Flag(Slot("update", f"update of '{variable_path(held.variable)}'", "finite"), tensor=value))

@@ -72,7 +72,7 @@ def gate_ok(flags: list[Flag], policy: str, reducer: stats.Reducer) -> tf.Tensor
     parts = []
     finite = [f.tensor for f in relevant if f.tensor is not None]
     if finite:
-        parts.append(tf.reduce_all(tf.math.is_finite(reducer.sums(finite))))
+        parts.append(reducer.all_finite(finite))
     others = [f.ok for f in relevant if f.tensor is None]  # checks taken already (counted flags too)
     if others:
         parts.append(tf.reduce_all(tf.stack(others)))
@@ -118,6 +118,7 @@ class Gate:
         self.last: GateEntry | None = None
         self._graph = None
         self._touched: set | None = None
+        self.pending: frozenset | set = frozenset()  # the state of the update being gated (not judged yet)
         self._handles: dict = {}
 
     def eligible(self, update) -> bool:
@@ -135,6 +136,11 @@ class Gate:
             return None
         trainable = {id(tf_variable(v)) for v in update.variables}
         tables = []
+        # Every other check first: the dry run starts once the step's own work is done and judged,
+        # so its values do not share the memory with the backward pass.
+        self.pending = {id(tf_variable(v)) for v in [*update.variables, *update.optimizer.variables]}
+        before = gate_ok(self.flags_so_far(), self.policy, self.reducer)
+        self.pending = frozenset()
 
         for variable, grad in zip(update.variables, update.dense_gradients()):
             if grad is not None:  # judged now: the gradient may die with the update, not at the step's end
@@ -159,7 +165,7 @@ class Gate:
                 done.append(table)
             return tf.group(done) if done else None
 
-        written = dry_run.dry_run(update.optimizer, update.gradients, update.variables, each=each)
+        written = dry_run.dry_run(update.optimizer, update.gradients, update.variables, each=each, after=before)
         if written is None:
             return None
         ids = {id(tf_variable(variable)) for variable, _ in written}

@@ -88,7 +88,7 @@ def build(model: keras.Model, context: StepContext, records: list, x, y, wanted:
     groups: list[Group] = []
     hists: dict = {}
     variables, grads = _gradients(context)
-    _gradient_signals(model, variables, grads, groups)
+    _gradient_signals(model, variables, grads, groups, context.gradient_stats)
     _input_signals(x, y, groups)
     seen: set[str] = set()
     relus: dict[str, tf.Tensor] = {}
@@ -197,18 +197,54 @@ def _by_layer(model, variables) -> tuple[list[str], list[int]]:
     return list(positions), index
 
 
-def _gradient_signals(model, variables, grads, groups) -> None:
-    """The global gradient norm, then each layer's gradient norm and share of zero gradients."""
+def gradient_table(update, flag) -> tuple[tf.Tensor, list] | None:
+    """At the optimizer's door, on recording steps: `[k, 3]` per gradient: its squared norm, its zeros, its size.
+
+    Taken before the update is applied, so the gradients die with the
+    update rather than living until the step's end. Returns the table and
+    the `k` variables of its rows.
+    """
+    pairs = [(v, g) for v, g in zip(update.variables, update.unscaled()) if g is not None]
+    if not pairs:
+        return None
+    grads = [g for _, g in pairs]
+
+    def compute():
+        reducer = stats.Reducer()
+        return tf.stack([stats.squared_norms(grads), tf.stack([reducer.zeros(g) for g in grads]),
+                         tf.cast(stats.sizes_of(grads), tf.float32)], axis=1)
+
+    table = tf.cond(tf.convert_to_tensor(flag), compute, lambda: tf.zeros([len(grads), 3]))
+    return table, [v for v, _ in pairs]
+
+
+def _gradient_signals(model, variables, grads, groups, taken: dict | None = None) -> None:
+    """The global gradient norm, then each layer's gradient norm and share of zero gradients.
+
+    `taken` maps a variable's id to its row of a `gradient_table` taken at
+    the optimizer's door; the others are computed from the gradients here.
+    """
     if not grads:
         return
     layers, index = _by_layer(model, variables)
+    taken = taken or {}
 
     def compute():
         reducer = stats.Reducer()
         segments = tf.constant(index, tf.int32)
-        squares = stats.squared_norms(grads)
-        zeros = tf.stack([reducer.zeros(g) for g in grads])
-        sizes = tf.cast(stats.sizes_of(grads), tf.float32)
+        fresh = [i for i, v in enumerate(variables) if id(v) not in taken]
+        rows = {}
+        if fresh:
+            part = [grads[i] for i in fresh]
+            table = tf.stack([stats.squared_norms(part), tf.stack([reducer.zeros(g) for g in part]),
+                              tf.cast(stats.sizes_of(part), tf.float32)], axis=1)
+            rows.update({i: table[n] for n, i in enumerate(fresh)})
+        for i, v in enumerate(variables):
+            if i not in rows:
+                table, row = taken[id(v)]
+                rows[i] = table[row]
+        table = tf.stack([rows[i] for i in range(len(variables))])
+        squares, zeros, sizes = table[:, 0], table[:, 1], table[:, 2]
         by_layer = [tf.math.unsorted_segment_sum(v, segments, len(layers)) for v in (squares, zeros, sizes)]
         return tf.concat([tf.sqrt(tf.reduce_sum(squares))[None], tf.sqrt(by_layer[0]),
                           by_layer[1] / tf.maximum(by_layer[2], 1.0)], axis=0)
@@ -287,5 +323,6 @@ def _weight_signals(model, context: StepContext, groups) -> None:
     groups.append(Group([*map(tags.weight_norm, layers), *map(tags.update_ratio, layers)], compute))
 
 
-__all__ = ["HIST_BUCKETS", "NO_RATIO", "Bucketed", "Group", "Wanted", "build", "gradient_buckets", "histograms_of",
+__all__ = ["HIST_BUCKETS", "NO_RATIO", "Bucketed", "Group", "Wanted", "build", "gradient_buckets", "gradient_table",
+           "histograms_of",
            "layer_key", "signals_of"]

@@ -222,6 +222,8 @@ def make_step(model: keras.Model, inst, original) -> callable:
 
         if kinds and inst.wanted.weights:
             context.record_flag = inst.record_flag
+        if kinds:
+            context.door_hooks.append(lambda update: _gradient_stats(context, update, inst.record_flag))
         if kinds and "gradients" in inst.wanted.histograms:
             context.door_hooks.append(lambda update: _bucket_gradients(context, update, inst.histogram_flag))
         if config is not None:
@@ -294,6 +296,17 @@ def make_step(model: keras.Model, inst, original) -> callable:
 
     setattr(train_step, ORIGINAL_STEP, original)
     return train_step
+
+
+def _gradient_stats(context: StepContext, update, flag):
+    """The door hook that takes an update's gradient norms on recording steps, before it is applied."""
+    taken = probes.gradient_table(update, flag)
+    if taken is None:
+        return None
+    table, variables = taken
+    for row, variable in enumerate(variables):
+        context.gradient_stats.setdefault(id(variable), (table, row))
+    return table
 
 
 def _bucket_gradients(context: StepContext, update, flag):

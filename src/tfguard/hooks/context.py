@@ -115,6 +115,7 @@ class StepContext:
         self._pending = None  # what the next apply must wait for
         self.door_hooks: list[Callable] = []  # hook(update) -> a tensor the update's apply waits for, or None
         self.gradient_buckets: dict = {}  # variable id -> its gradient's histogram, bucketed at the door
+        self.gradient_stats: dict = {}  # variable id -> (table, row): squared norm, zeros, size, at the door
 
     @contextlib.contextmanager
     def active(self) -> Iterator[StepContext]:

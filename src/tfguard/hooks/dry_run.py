@@ -73,7 +73,7 @@ def _neutral(optimizer, variables):
                 object.__setattr__(optimizer, name, value)
 
 
-def dry_run(optimizer, grads: list, variables: list, each=None) -> list[tuple[object, object]] | None:
+def dry_run(optimizer, grads: list, variables: list, each=None, after=None) -> list[tuple[object, object]] | None:
     """`(variable, value)` for every variable `optimizer.apply(grads, variables)` would assign.
 
     One variable at a time: the update of each variable (with its slots and
@@ -88,6 +88,7 @@ def dry_run(optimizer, grads: list, variables: list, each=None) -> list[tuple[ob
         variables: the trainable variables they update.
         each: called with each variable's `[(variable, value), ...]`; returns
             a tensor the next variable's dry run waits for. Defaults to `None`.
+        after: a tensor the first variable's dry run waits for. Defaults to `None`.
 
     Returns:
         The values in the order the update assigns them (each weight, then
@@ -101,7 +102,7 @@ def dry_run(optimizer, grads: list, variables: list, each=None) -> list[tuple[ob
         pairs = [(g, v) for g, v in zip(grads, variables) if g is not None]
         clipped = iter(optimizer._clip_gradients([g for g, _ in pairs]))
         grads = [None if g is None else next(clipped) for g in grads]
-    written, seen, previous = [], set(), None
+    written, seen, previous = [], set(), after
     with _neutral(optimizer, variables):
         if clip:  # clipped together above: the per-variable applies must not clip again
             object.__setattr__(optimizer, "global_clipnorm", None)
