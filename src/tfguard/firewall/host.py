@@ -298,7 +298,7 @@ class Host:
         if "histograms" in extra and HISTOGRAMS in kinds:
             stacked = np.asarray(extra["histograms"], np.float64)
             histograms = dict(zip(plan.histogram_keys, stacked))
-        scalars, histograms = _meaningful(scalars, histograms, moved)
+        scalars, histograms = _meaningful(scalars, histograms, moved, plan.loss_scaled)
         record = StepRecord(
             step=step, batch=position[0], epoch=position[1], moved=moved,
             scalars=freeze(scalars), histograms=freeze(histograms), logs=freeze(_numbers(logs)),
@@ -323,6 +323,7 @@ class Host:
 
 
 _UNMOVED = (tags.WEIGHT_NORM, tags.UPDATE_RATIO)  # what an update that was not applied did not change
+_GRADIENT_SIGNALS = (tags.GLOBAL_GRAD_NORM, tags.grad_norm(""), tags.zero_grad_fraction(""))
 
 
 BATCH_TIMES = "_tfguard_batch_times"
@@ -400,19 +401,24 @@ def _wait_share(waited: float, began: float, extra: dict, clock) -> float | None
     return min(1.0, max(0.0, waited / (done - began)))
 
 
-def _meaningful(scalars: dict, histograms: dict, moved: bool) -> tuple[dict, dict]:
+def _meaningful(scalars: dict, histograms: dict, moved: bool, loss_scaled: bool = False) -> tuple[dict, dict]:
     """Drops what a listener must not read as measured.
 
     An update that was not applied leaves the weights where they were: its
     weight norms, update ratios and weight histograms would repeat the
     previous step's at an unchanged global step. An update ratio of a layer
-    whose weights were all zero is undefined (`probes.NO_RATIO`).
+    whose weights were all zero is undefined (`probes.NO_RATIO`). A step a
+    `LossScaleOptimizer` skipped (its scaled gradients overflowed while it
+    looks for its scale: normal under mixed precision) measured no gradient:
+    its gradient norms and histograms are dropped, never diagnosed.
     """
     scalars = {t: v for t, v in scalars.items()
                if (moved or not t.startswith(_UNMOVED))
-               and not (t.startswith(tags.UPDATE_RATIO) and v == NO_RATIO)}
+               and not (t.startswith(tags.UPDATE_RATIO) and v == NO_RATIO)
+               and (moved or not loss_scaled or not t.startswith(_GRADIENT_SIGNALS))}
     if not moved:
-        histograms = {t: v for t, v in histograms.items() if not t.startswith(tags.hist_weights(""))}
+        unmoved = (tags.hist_weights(""), tags.hist_gradients("")) if loss_scaled else (tags.hist_weights(""),)
+        histograms = {t: v for t, v in histograms.items() if not t.startswith(unmoved)}
     return scalars, histograms
 
 

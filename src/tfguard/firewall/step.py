@@ -71,6 +71,9 @@ class Plan:
         kinds: what this trace records (`"scalars"`, `"histograms"`).
         coverage: what the guard could not see in this step, in words.
         counts_steps: whether the step reports the global step (an optimizer applied).
+        loss_scaled: whether an update went through a `LossScaleOptimizer`, whose
+            skipped steps (non-finite scaled gradients while it finds its scale)
+            are normal and their gradient signals not measurements.
     """
 
     slots: list[Slot]
@@ -81,6 +84,7 @@ class Plan:
     kinds: frozenset
     coverage: list[str]
     counts_steps: bool = True
+    loss_scaled: bool = False
 
 
 def _all_reduce_sum(value: tf.Tensor) -> tf.Tensor:
@@ -289,6 +293,7 @@ def make_step(model: keras.Model, inst, original) -> callable:
             data_results=[f.result for f in flags if f.result is not None],
             scalar_keys=scalar_keys, histogram_keys=histogram_keys, kinds=kinds,
             coverage=coverage, counts_steps=step_optimizer is not None,
+            loss_scaled=any(update.scale is not None for update in context.updates),
         ))
         logs = dict(logs)
         logs[OUTPUT_KEY] = outputs
