@@ -57,6 +57,7 @@ from tfguard.diagnose.report_parts import hparam_rows, img, kv_table
 from tfguard.diagnose.report_terminal import unreadable
 from tfguard.diagnose.report_trials import trials_section
 from tfguard.errors import ContractError
+from tfguard.files import write_atomic
 
 TITLE = "tfguard report"
 
@@ -241,9 +242,7 @@ def write_html(diagnoses: Iterable[Diagnosis], path: str | os.PathLike, *,
             hint="name the file: -o DIR/report.html")
     page = render_html(diagnoses, title=title, trials=trials)
     try:
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(page)
+        write_atomic(path, page)
     except OSError as err:
         raise ContractError(
             f"Cannot write the HTML report to {path!r}: {err.strerror or err}. Expected a file "

@@ -38,6 +38,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfguard.errors import QuarantineError
+from tfguard.files import write_atomic
 from tfguard.hooks import keras_compat
 
 ROLES = ("x", "y", "sample_weight")
@@ -156,8 +157,7 @@ def save_quarantine(root: str, model: keras.Model, data, event, strategy=None) -
         "variables": [getattr(v, "path", v.name) for v in variables],
         "versions": {"tensorflow": tf.__version__, "keras": keras.__version__},
     }
-    with open(os.path.join(folder, META_FILE), "w", encoding="utf-8") as handle:
-        json.dump(meta, handle, indent=2)
+    write_atomic(os.path.join(folder, META_FILE), json.dumps(meta, indent=2))
     return folder
 
 
@@ -191,9 +191,7 @@ def store_replay(folder: str, report, model: keras.Model) -> str:
     path = os.path.join(folder, REPLAY_FILE)
     record = {"format": REPLAY_FORMAT, "report": report.to_dict(), "model": model.name,
               "defined_in": defined_in(model)}
-    with open(path, "w", encoding="utf-8") as handle:
-        json.dump(record, handle, indent=2, default=str)
-    return path
+    return write_atomic(path, json.dumps(record, indent=2, default=str))
 
 
 @dataclasses.dataclass
