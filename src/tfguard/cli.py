@@ -22,11 +22,13 @@ from rich.text import Text
 
 from tfguard import __version__
 from tfguard.errors import TfguardError
-from tfguard.text import printable
+from tfguard.text import SafeStream, printable
 
 
 def _console(stderr: bool = False) -> Console:
-    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+    """A console on stdout (or stderr) that degrades to ASCII on a terminal that needs it."""
+    stream = SafeStream(sys.stderr if stderr else sys.stdout)
+    return Console(file=stream, stderr=stderr, highlight=False, soft_wrap=True)
 
 
 def cmd_replay(args) -> int:
