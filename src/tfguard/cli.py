@@ -143,8 +143,13 @@ def cmd_run(args) -> int:
     return result.exit_code
 
 
+ENDED_BADLY = ("failed", "out_of_memory", "aborted")
+
+
 def _diagnosis_status(diagnoses) -> int:
-    return 1 if any(f.severity == "error" for d in diagnoses for f in d.findings) else 0
+    """1 when a run has an error finding or did not end well (failed, killed, interrupted)."""
+    bad = any(d.status.get("state") in ENDED_BADLY for d in diagnoses)
+    return 1 if bad or any(f.severity == "error" for d in diagnoses for f in d.findings) else 0
 
 
 def _damage_status(damage, console: Console) -> int:
