@@ -5,10 +5,14 @@ sample weights), `weights.npz` (every model variable, by index; names in the
 metadata), `meta.json` (batch, epoch, global step, checkpoint, where,
 counts, message, structure of the batch, versions, the files that define
 the model's classes), `model.keras` when Keras can save the model, and
-`replay.json` when the batch was localized with the live model. Everything
-loads with `allow_pickle=False` and Keras `safe_mode=True`; a damaged or
-crafted folder gives a `QuarantineError` naming the file, and `meta.json`
-cannot point outside its folder.
+`replay.json` when the batch was localized with the live model. `meta.json`
+is written last (atomically) and declares the dtype and shape of every
+array (`arrays`); a save that fails (a full disk) removes its folder.
+Everything loads with `allow_pickle=False` and Keras `safe_mode=True`, and
+the arrays within bounds (`tfguard.forensics.arrays`: no file inflates
+beyond its size on disk, headers must match `meta.json`); a damaged,
+truncated, incomplete or crafted folder gives one `QuarantineError` naming
+the file, and `meta.json` cannot point outside its folder.
 
 Example (the guard saves a batch holding a NaN; it loads back as it was):
 
