@@ -59,6 +59,9 @@ def test_a_log_cut_off_before_its_end_record_is_interrupted_not_healthy(tmp_path
         assert main(["diagnose", str(tmp_path)]) == 1
         out = capsys.readouterr().out
         assert "interrupted at step 10" in out and "healthy" not in out
+        assert main(["compare", str(tmp_path)]) == 0
+        out = capsys.readouterr().out
+        assert "interrupted" in out and "healthy" not in out
     finally:
         logger.close()  # the exit: an "aborted" end record
     (diagnosis,) = diagnose_logdir(str(tmp_path))

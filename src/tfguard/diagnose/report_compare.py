@@ -94,8 +94,8 @@ def compare_section(diagnoses: list[Diagnosis], anchors: dict[str, int] | None =
         cells += [e(texts[r.run].get(k, "-")) for k in shown]
         cells.append(e(fmt(r.sort_value)) if r.sort_value is not None else "-")
         cells += [e(fmt(r.final[t])) if t in r.final and r.final[t] is not None else "-" for t in finals]
-        state = r.worst or "healthy"
-        cells.append(f'<span class="{e(state)}">{e(", ".join(r.findings) or "healthy")}</span>')
+        state = r.worst or ("healthy" if r.state == "completed" else "error")
+        cells.append(f'<span class="{e(state)}">{e(r.summary())}</span>')
         body.append(cells)
     common = ", ".join(f"{k} = {texts[rows[0].run].get(k)}" for k in shared
                        if k in texts[rows[0].run])
