@@ -202,3 +202,28 @@ def test_the_command_on_a_2gb_file_claiming_a_2gb_record_is_bounded(tmp_path):
     assert int(status) == 2 and float(seconds) < 5 and float(peak_mb) <= 300, done.stdout[-500:]
     assert "record too large" in done.stderr and str(MAX_RECORD_BYTES) in done.stderr
     _one_error(done.stderr)
+
+
+@pytest.mark.parametrize("command,status", [("diagnose", 1), ("compare", 0), ("report", 0)])
+def test_an_ascii_terminal_gets_ascii_not_a_crash(tmp_path, command, status):
+    """Issue 26, item 9: `PYTHONIOENCODING=ascii` (some CI systems, `LC_ALL=C`) on ASCII logs."""
+    _write_run(str(tmp_path / "logs" / "good"))
+    events = [scalar_event("train/loss", 10 * e, 2.3) for e in range(1, 8)]
+    events += [scalar_event("val/loss", 10 * e, float("nan")) for e in range(1, 8)]
+    stuck = tmp_path / "logs" / "stuck-lr-0.001-batch-64-seed-1-with-a-long-name-rich-cuts"
+    os.makedirs(stuck)
+    write_framed(str(stuck / "events.out.tfevents.1.host"), events)
+    argv = [command, str(tmp_path / "logs")]
+    if command == "report":
+        argv += ["-o", str(tmp_path / "report.html")]
+    env = {**os.environ, "PYTHONIOENCODING": "ascii", "COLUMNS": "60",
+           "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, "-m", "tfguard", *argv], capture_output=True, env=env,
+                          timeout=120)
+    out, err = done.stdout.decode("ascii"), done.stderr.decode("ascii")  # raises if not ASCII
+    assert done.returncode == status, out + err
+    assert "Traceback" not in err and "UnicodeEncodeError" not in err
+    if command == "diagnose":
+        assert "stuck" in out and "nonfinite" in out and "->" in out and "---" in out
+    if command == "compare":
+        assert "good" in out and "stuck" in out

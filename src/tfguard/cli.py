@@ -22,11 +22,13 @@ from rich.text import Text
 
 from tfguard import __version__
 from tfguard.errors import TfguardError
-from tfguard.text import printable
+from tfguard.text import SafeStream, printable
 
 
 def _console(stderr: bool = False) -> Console:
-    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+    """A console on stdout (or stderr) that degrades to ASCII on a terminal that needs it."""
+    stream = SafeStream(sys.stderr if stderr else sys.stdout)
+    return Console(file=stream, stderr=stderr, highlight=False, soft_wrap=True)
 
 
 def cmd_replay(args) -> int:
@@ -141,8 +143,13 @@ def cmd_run(args) -> int:
     return result.exit_code
 
 
+ENDED_BADLY = ("failed", "out_of_memory", "aborted")
+
+
 def _diagnosis_status(diagnoses) -> int:
-    return 1 if any(f.severity == "error" for d in diagnoses for f in d.findings) else 0
+    """1 when a run has an error finding or did not end well (failed, killed, interrupted)."""
+    bad = any(d.status.get("state") in ENDED_BADLY for d in diagnoses)
+    return 1 if bad or any(f.severity == "error" for d in diagnoses for f in d.findings) else 0
 
 
 def _damage_status(damage, console: Console) -> int:

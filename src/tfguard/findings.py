@@ -252,7 +252,8 @@ def describe_failure(record: dict) -> str:
     """
     at = f" at step {record['step']}" if record.get("step") is not None else ""
     if record.get("status") == "aborted":
-        return f"training was interrupted{at}"
+        why = f" ({record['error']})" if record.get("error") else ""
+        return f"training was interrupted{at}{why}"
     text = f"training failed{at} with {record.get('type')}: {record.get('error')}"
     detail = record.get("detail")
     if record.get("status") == "out_of_memory" and detail:

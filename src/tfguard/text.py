@@ -13,11 +13,20 @@ Example:
 'run\\\\x1b]0;TITLE\\\\x07 ok'
 >>> printable("two\\nlines", newlines=False)
 'two\\\\nlines'
+
+A terminal that cannot show Unicode (`PYTHONIOENCODING=ascii`, `LC_ALL=C`
+with an old Python) gets tfguard's own arrows, ellipses and box lines in
+ASCII (`degrade`, and `SafeStream` around a console's file) instead of a
+`UnicodeEncodeError`:
+
+>>> degrade("loss 2.3 → 0.1 … ×3", "ascii")
+'loss 2.3 -> 0.1 ... x3'
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _CONTROL_NO_NEWLINES = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -44,4 +53,69 @@ def printable(text: object, *, newlines: bool = True) -> str:
     return pattern.sub(escape, str(text))
 
 
-__all__ = ["printable"]
+ASCII_FORMS = {
+    "→": "->", "←": "<-", "↔": "<->", "⇒": "=>", "…": "...", "×": "x", "−": "-", "—": "--",
+    "–": "-", "·": "-", "•": "*", "±": "+/-", "µ": "u", "≤": "<=", "≥": ">=", "≈": "~",
+    "✓": "ok", "✔": "ok", "✗": "x", "✘": "x", "▲": "^", "▼": "v", "█": "#", "░": ".",
+    "“": '"', "”": '"', "‘": "'", "’": "'",
+}
+"""The ASCII spelling of the non-ASCII characters tfguard prints itself."""
+
+
+def _ascii_form(char: str) -> str:
+    if char in ASCII_FORMS:
+        return ASCII_FORMS[char]
+    if "\u2500" <= char <= "\u257f":  # box drawing (rich's rules and panels)
+        name = unicodedata.name(char, "")
+        return "-" if "HORIZONTAL" in name else "|" if "VERTICAL" in name else "+"
+    return char.encode("ascii", "backslashreplace").decode("ascii")
+
+
+def degrade(text: str, encoding: str | None) -> str:
+    """`text` as it can be written in `encoding`: unchanged if it fits, else with ASCII forms.
+
+    Args:
+        text: the text to write.
+        encoding: the stream's encoding; `None` means UTF-8.
+
+    Returns:
+        `text`, or, when `encoding` cannot hold a character, the text with
+        each such character replaced by its ASCII form (`ASCII_FORMS`, box
+        lines as `-`, `|`, `+`, anything else as a `\\uXXXX` escape).
+    """
+    encoding = encoding or "utf-8"
+    try:
+        text.encode(encoding)
+        return text
+    except (UnicodeEncodeError, LookupError):
+        pass
+    out = []
+    for char in text:
+        try:
+            char.encode(encoding)
+            out.append(char)
+        except (UnicodeEncodeError, LookupError):
+            out.append(_ascii_form(char))
+    return "".join(out)
+
+
+class SafeStream:
+    """A text stream that writes what its encoding cannot hold in ASCII forms (`degrade`).
+
+    Everything else (`flush`, `isatty`, `fileno`, `encoding`) is the wrapped stream's.
+
+    Args:
+        stream: a text stream such as `sys.stdout`.
+    """
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        return self._stream.write(degrade(text, getattr(self._stream, "encoding", None)))
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+__all__ = ["ASCII_FORMS", "SafeStream", "degrade", "printable"]

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tfguard.diagnose import LiveDiagnosis, diagnose_logdir, render_terminal, to_json, write_html
+from tfguard.files import write_atomic
 from tfguard.firewall import guard, guard_events
 from tfguard.pipeline.demo import DemoResult, render_demo
 from tfguard.pipeline.input import preprocess
@@ -115,7 +116,7 @@ def train_observed(
     diagnoses = diagnose_logdir(str(logdir))
     report_json = root / "report.json"
     report_html = root / "report.html"
-    report_json.write_text(json.dumps(to_json(diagnoses), indent=2), encoding="utf-8")
+    write_atomic(report_json, json.dumps(to_json(diagnoses), indent=2))
     write_html(diagnoses, report_html)
 
     events = guard_events(wrapped["model"]) if "model" in wrapped else []

@@ -112,3 +112,16 @@ def write(tmp_path: Path, source: str, name: str = "train.py", **fmt) -> Path:
     path = folder / name
     path.write_text(textwrap.dedent(source.format(**fmt) if fmt else source), encoding="utf-8")
     return path
+
+# A callback ends the script with sys.exit(0) at the end of epoch 1 of 4: a successful stop.
+EXITS_IN_CALLBACK = TINY_FIT.split("model.fit(")[0] + """
+class Enough(keras.callbacks.Callback):
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch == 1:
+            print("SCRIPT-SAYS enough at epoch", epoch)
+            sys.exit({code})
+
+
+model.fit(x / 16.0, y, epochs=4, batch_size=32, verbose=0, callbacks=[Enough()])
+print("SCRIPT-SAYS never here")
+"""

@@ -13,6 +13,7 @@ from tensorboard.plugins.hparams import api_pb2
 from tensorboard.plugins.hparams import metadata as hp_metadata
 
 from tests.summary.readback import read_run, run_dirs, steps
+from tfguard.diagnose import diagnose_logdir
 from tfguard.summary.lifecycle import SignalHook, _dispatch
 
 CHILD = os.path.join(os.path.dirname(__file__), "child.py")
@@ -62,6 +63,11 @@ def test_sigterm_mid_epoch_flushes_and_dies_by_sigterm(tmp_path):
     ends = [hp_metadata.parse_session_end_info_plugin_data(p.content).status
             for p in run[hp_metadata.SESSION_END_INFO_TAG]]
     assert ends == [api_pb2.STATUS_FAILURE]
+    # issue 26, item 2: a terminated run is never "training completed ... healthy"
+    (diagnosis,) = diagnose_logdir(str(tmp_path))
+    assert diagnosis.status["state"] == "aborted" and not diagnosis.healthy
+    assert diagnosis.status["text"] == ("training was interrupted at step 7 "
+                                        "(the process received SIGTERM)")
 
 
 def test_sigkill_loses_at_most_the_unflushed_tail(tmp_path):
@@ -79,6 +85,11 @@ def test_sigkill_loses_at_most_the_unflushed_tail(tmp_path):
     # the epoch end at step 10 flushed everything up to it; steps 11-13 were still queued
     assert steps(after["batch/loss"]) == steps(before["batch/loss"]) == list(range(1, 11))
     assert steps(after["train/loss"]) == [10]
+    # issue 26, item 2: a killed run is "interrupted at step N", never healthy
+    (diagnosis,) = diagnose_logdir(str(tmp_path))
+    assert diagnosis.status["state"] == "aborted" and not diagnosis.healthy
+    assert diagnosis.status["text"].startswith("training was interrupted at step 10: the log ends "
+                                               "without the Logger's end-of-training record")
 
 
 def test_ctrl_c_outside_the_step_is_flushed_before_the_interrupt(tmp_path):

@@ -46,6 +46,7 @@ import os
 from collections.abc import Iterable, Sequence
 
 from tfguard.diagnose import to_json
+from tfguard.files import write_atomic
 from tfguard.findings import strict_json as _plain
 
 
@@ -145,11 +146,7 @@ def write_report(doc: dict, path: str | os.PathLike) -> str:
             when built by `attach_report`).
     """
     path = os.fspath(path)
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    text = json.dumps(doc, indent=2, allow_nan=False)
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text + "\n")
-    return path
+    return write_atomic(path, json.dumps(doc, indent=2, allow_nan=False) + "\n")
 
 
 __all__ = ["attach_report", "event_to_json", "write_report"]

@@ -58,6 +58,7 @@ import tensorflow as tf
 
 from tfguard.attach.fitcall import fit_hparams, run_name, user_callbacks
 from tfguard.attach.hidden_logs import HideGuardLogs
+from tfguard.attach.stops import EpochEndWatch, successful_exit
 from tfguard.diagnose import Diagnosis, LiveDiagnosis, diagnose
 from tfguard.errors import ContractError, TfguardError
 from tfguard.firewall import (
@@ -338,8 +339,9 @@ class AttachSession:
         self._current_model = model
         callbacks, live, own_live, logger = self._callbacks(
             record, bound.arguments.get("callbacks"), hparams, run_dir, state)
+        watch = EpochEndWatch()
         if callbacks is not None:
-            bound.arguments["callbacks"] = callbacks
+            bound.arguments["callbacks"] = [watch.first, *callbacks, watch.last]
         self._lint_pipeline(bound.arguments.get("x"), live, logger, record)
         listener = self._event_listener(record)
         inst.add_event_listener(listener)
@@ -347,6 +349,9 @@ class AttachSession:
         try:
             return original(*bound.args, **bound.kwargs)
         except BaseException as error:
+            if successful_exit(error):  # sys.exit(0) in a callback: the script's own clean stop
+                self._stopped(record, error, watch, live if own_live else None, logger, state)
+                raise
             record.error = f"{type(error).__name__}: {error}"
             self._errors[record.index] = error
             self._batch_size = bound.arguments.get("batch_size")
@@ -360,6 +365,31 @@ class AttachSession:
             if logger is not None:
                 record.run_dir = getattr(logger, "run_path", None) or record.run_dir
             record.diagnosis = self._diagnose(record, live)
+
+    def _stopped(self, record: FitRecord, stop: SystemExit, watch: EpochEndWatch, live,
+                 logger, state: _ModelState) -> None:
+        """Ends a fit that a callback stopped with `sys.exit(0)` as completed, its last epoch logged.
+
+        The session's own logger and live diagnosis come after the script's
+        callbacks, so an exit in the script's `on_epoch_end` kept that epoch
+        from them: they get it now, with the logs Keras passed.
+        """
+        cut = watch.cut_short()
+        at = f" at the end of epoch {cut[0]}" if cut is not None else ""
+        record.notes.append(f"the script stopped training with sys.exit({stop.code!r}) in a "
+                            f"callback{at}: a successful stop")
+        ours = logger is not None and logger is state.logger
+        for callback in (logger if ours else None, live):
+            if callback is not None and cut is not None:
+                try:
+                    callback.on_epoch_end(*cut)
+                except Exception as error:  # the exit goes on whatever the logs did
+                    record.notes.append(f"the last epoch could not be logged: {error}")
+        if logger is not None:  # Keras skipped on_train_end; the logger ends the run completed
+            try:
+                logger.on_train_end()
+            except Exception as error:
+                record.notes.append(f"the logs could not be closed: {error}")
 
     def _prepare(self, model, record: FitRecord) -> _ModelState:
         """Guards the model once and remembers how to put it back."""

@@ -51,6 +51,9 @@ class CompareRow:
         worst: the worst severity found, or `None`.
         sort_value: the best value of the ranking metric, or `None`.
         rank: 1-based rank (runs without the metric are ranked last).
+        state: how the run ended (`Diagnosis.status["state"]`): a run that
+            failed or was interrupted is never shown as healthy. Defaults to
+            `"completed"`.
     """
 
     run: str
@@ -61,6 +64,16 @@ class CompareRow:
     worst: str | None
     sort_value: float | None = None
     rank: int = 0
+    state: str = "completed"
+
+    def summary(self) -> str:
+        """The symptoms cell: the ids, else `healthy`, after how the run ended if not completed."""
+        ended = {"aborted": "interrupted", "out_of_memory": "out of memory"}.get(self.state,
+                                                                                 self.state)
+        found = ", ".join(self.findings)
+        if self.state in ("completed", "no_evidence"):
+            return found or ("healthy" if self.state == "completed" else "no evidence")
+        return f"{ended}: {found}" if found else ended
 
     def to_dict(self) -> dict:
         """The row as a JSON-ready dict."""
@@ -82,7 +95,8 @@ def compare_diagnoses(diagnoses: Iterable[Diagnosis], sort_by: str = "val/accura
         best = {t: m["best"] for t, m in d.metrics.items()}
         final = {t: m["final"] for t, m in d.metrics.items()}
         rows.append(CompareRow(d.run, dict(d.hparams), best, final, d.ids, d.worst,
-                               sort_value=best.get(sort_by)))
+                               sort_value=best.get(sort_by),
+                               state=str(d.status.get("state", "completed"))))
     sign = 1.0 if lower_is_better(sort_by) else -1.0
     rows.sort(key=lambda r: (r.sort_value is None, sign * (r.sort_value or 0.0), r.run))
     for i, row in enumerate(rows, start=1):
@@ -155,7 +169,8 @@ def render_compare(rows: Iterable[CompareRow], console: Console, *, sort_by: str
         if sort_by:
             cells.append(Text(fmt(r.sort_value) if r.sort_value is not None else "-"))
         cells += [Text(fmt(r.final[t]) if t in r.final else "-") for t in metrics]
-        cells.append(Text(", ".join(r.findings) or "healthy",
-                          style=STYLES.get(r.worst, "green") if r.worst else "green"))
+        healthy = r.worst is None and r.state == "completed"
+        style = "green" if healthy else STYLES.get(r.worst or "error", "red")
+        cells.append(Text(r.summary(), style=style))
         table.add_row(*cells)
     console.print(table)

@@ -225,16 +225,54 @@ def diagnose(
     )
 
 
+def last_step(signals: Signals) -> int | None:
+    """The largest global step of any scalar of the run, or `None` when none has a step."""
+    known = [int(s.steps.max()) for s in signals.scalars.values() if len(s) and s.steps.max() >= 0]
+    return max(known) if known else None
+
+
+def cut_off(signals: Signals) -> dict | None:
+    """The status of a tfguard log that ends without the Logger's end-of-training record.
+
+    The Logger writes `run/status` whenever training ends (completed, failed,
+    or stopped by a signal); a log it started (`config/hparams`) that has no
+    such record after its last step was cut off: SIGKILL, a crash of the
+    interpreter, or a run still going. Such a run is "interrupted at step
+    N", never healthy. Logs of other writers (Keras, `tf.summary` by hand),
+    which never write the record, are judged on their evidence.
+
+    Returns:
+        An `"aborted"` status, or `None` when the log is whole or not the Logger's.
+    """
+    if signals.source != "tfguard" or tags.CONFIG_HPARAMS not in signals.texts:
+        return None
+    record, last = signals.status, last_step(signals)
+    if record is not None:
+        ended = record.get("step")
+        if record.get("status") != "completed" or not isinstance(ended, int) or last is None \
+                or ended >= last:
+            return None
+    at = f" at step {last}" if last is not None else ""
+    return {"state": "aborted", "type": "interrupted", "step": last,
+            "text": f"training was interrupted{at}: the log ends without the Logger's "
+                    "end-of-training record (the process was killed, or is still running)"}
+
+
 def run_status(signals: Signals, rules_run: list) -> dict:
     """How the run ended, as the reports state it before any finding.
 
     `{"state", "text"}` with `state` one of `"completed"`, `"failed"`,
-    `"out_of_memory"`, `"aborted"` or `"no_evidence"` (nothing was logged
-    that a rule could read: never "healthy"), plus the failure record's
-    fields (`type`, `error`, `step`, `detail`) when training failed.
+    `"out_of_memory"`, `"aborted"` (a signal, Ctrl-C, or a log cut off
+    before the Logger's end-of-training record: `cut_off`) or
+    `"no_evidence"` (nothing was logged that a rule could read: never
+    "healthy"), plus the failure record's fields (`type`, `error`, `step`,
+    `detail`) when training failed.
     """
     failure = signals.status
-    if failure:
+    cut = cut_off(signals)
+    if cut is not None:
+        return cut
+    if failure and failure.get("status") != "completed":
         state = failure.get("status") if failure.get("status") in (
             "failed", "out_of_memory", "aborted") else "failed"
         return {"state": state, "text": describe_failure(failure),

@@ -61,8 +61,10 @@ def compare_section(diagnoses: list[Diagnosis], anchors: dict[str, int] | None =
 
     Args:
         diagnoses: the runs' diagnoses.
-        anchors: run name -> index of its section (`#run-<index>`). Defaults
-            to `None` (the position in `diagnoses`).
+        anchors: run name -> index of its section (`#run-<index>`), for the
+            runs the page shows in detail; the others get a row, no link,
+            and no curve in the overlay. Defaults to `None` (every run, by
+            its position in `diagnoses`).
 
     Returns:
         HTML: heading, shared hyperparameters, the ranked table and the overlaid curves.
@@ -83,14 +85,17 @@ def compare_section(diagnoses: list[Diagnosis], anchors: dict[str, int] | None =
     head = ["#", "run", *shown, f"best {metric}", *[f"final {t}" for t in finals], "findings"]
     body = []
     for i, r in enumerate(rows):
-        swatch = f'<span class="swatch" style="background:{run_color(i)}"></span>'
-        link = f'<a href="#run-{anchors.get(r.run, 0)}">{e(r.run)}</a>'
+        if r.run in anchors:
+            swatch = f'<span class="swatch" style="background:{run_color(i)}"></span>'
+            link = f'<a href="#run-{anchors[r.run]}">{e(r.run)}</a>'
+        else:  # past the page's cap of detailed runs: a row only
+            swatch, link = '<span class="swatch"></span>', e(r.run)
         cells = [e(r.rank), swatch + link]
         cells += [e(texts[r.run].get(k, "-")) for k in shown]
         cells.append(e(fmt(r.sort_value)) if r.sort_value is not None else "-")
         cells += [e(fmt(r.final[t])) if t in r.final and r.final[t] is not None else "-" for t in finals]
-        state = r.worst or "healthy"
-        cells.append(f'<span class="{e(state)}">{e(", ".join(r.findings) or "healthy")}</span>')
+        state = r.worst or ("healthy" if r.state == "completed" else "error")
+        cells.append(f'<span class="{e(state)}">{e(r.summary())}</span>')
         body.append(cells)
     common = ", ".join(f"{k} = {texts[rows[0].run].get(k)}" for k in shared
                        if k in texts[rows[0].run])
@@ -102,7 +107,13 @@ def compare_section(diagnoses: list[Diagnosis], anchors: dict[str, int] | None =
         parts.append(f'<p class="muted">{len(varying) - len(shown)} more differing '
                      "hyperparameter(s) are in each run's own section.</p>")
     parts.append(table(head, body, "comparison"))
-    parts.append(img(overlay_png([by_run[r.run].signals for r in rows]), "the runs' curves overlaid",
-                     "Every run's curves by epoch, in the colour of its swatch above."))
+    if len(anchors) < len(rows):
+        parts.append(f'<p class="muted">{len(anchors)} of the {len(rows)} runs are shown in '
+                     "detail below (the best, the worst, and those that failed or have findings); "
+                     "the others have a row here and no curve.</p>")
+    overlaid = [by_run[r.run].signals if r.run in anchors else None for r in rows]
+    parts.append(img(overlay_png(overlaid), "the runs' curves overlaid",
+                     "The curves by epoch of the runs shown in detail, in the colour of their "
+                     "swatch above."))
     parts.append("</section>")
     return "\n".join(p for p in parts if p)

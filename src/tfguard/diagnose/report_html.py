@@ -18,7 +18,11 @@ layer, the firewall's violations on a timeline beside the loss
 weight / gradient / activation distributions of the layers the findings
 name (`report_evidence`), and the rules that could not run with the reason.
 A page of several runs (a sweep) starts with their comparison
-(`report_compare`): one row per run and the curves overlaid. Given the
+(`report_compare`): one row per run and the curves overlaid. A sweep of
+more than `MAX_DETAILED_RUNS` (20) runs shows only the runs that matter in
+detail (`report_select`: the best, the worst, those that failed or have
+findings); the others keep their row, so 500 runs make a page of a few MB
+in seconds. Given the
 trials of `tfguard run --try-fixes` (`trials=`), the page opens with them
 (`report_trials`): each remedy tried, its measure before → after, its
 verdict (only `improved` is a fix), and the original's and the trial's
@@ -54,9 +58,11 @@ from tfguard.diagnose.report_evidence import distributions_section, evidence_sec
 from tfguard.diagnose.report_firewall import firewall_section
 from tfguard.diagnose.report_parts import e as _e
 from tfguard.diagnose.report_parts import hparam_rows, img, kv_table
+from tfguard.diagnose.report_select import detailed_runs
 from tfguard.diagnose.report_terminal import unreadable
 from tfguard.diagnose.report_trials import trials_section
 from tfguard.errors import ContractError
+from tfguard.files import write_atomic
 
 TITLE = "tfguard report"
 
@@ -177,6 +183,17 @@ def _run_section(index: int, d: Diagnosis) -> str:
     return "\n".join(p for p in parts if p)
 
 
+def _run_link(index: int, d: Diagnosis, shown: bool) -> str:
+    """The run's name: a link to its section, or, past the cap, its log folder to report on."""
+    if shown:
+        return f'<a href="#run-{index}">{_e(d.run)}</a>'
+    folder = getattr(d.signals, "path", None)
+    if not folder:
+        return f'{_e(d.run)} <span class="muted">(summary only)</span>'
+    return (f'{_e(d.run)} <span class="muted">(summary only; its page: <code>tfguard report '
+            f'{_e(folder)}</code>)</span>')
+
+
 def render_html(diagnoses: Iterable[Diagnosis], *, title: str = TITLE,
                 trials: Iterable | None = None) -> str:
     """The HTML page of the diagnoses, as a string.
@@ -192,8 +209,9 @@ def render_html(diagnoses: Iterable[Diagnosis], *, title: str = TITLE,
         A complete, self-contained HTML document.
     """
     diagnoses = list(diagnoses)
+    shown = detailed_runs(diagnoses)
     index_rows = "".join(
-        f'<tr><td><a href="#run-{i}">{_e(d.run)}</a></td>'
+        f"<tr><td>{_run_link(i, d, i in shown)}</td>"
         f'<td class="{_e(_state(d))}">{_e(_state(d))}</td>'
         f"<td>{_e(', '.join(d.ids) or '-')}</td></tr>"
         for i, d in enumerate(diagnoses)
@@ -202,8 +220,8 @@ def render_html(diagnoses: Iterable[Diagnosis], *, title: str = TITLE,
              '<col style="width:40%"></colgroup><tr><th>run</th><th>worst</th><th>symptoms</th></tr>'
              f"{index_rows}</table>" if diagnoses else
              "" if trials is not None else "<p>No runs found.</p>")
-    body = "\n".join(_run_section(i, d) for i, d in enumerate(diagnoses))
-    compare = compare_section(diagnoses, {d.run: i for i, d in enumerate(diagnoses)})
+    body = "\n".join(_run_section(i, d) for i, d in enumerate(diagnoses) if i in shown)
+    compare = compare_section(diagnoses, {d.run: i for i, d in enumerate(diagnoses) if i in shown})
     compare = "\n".join(p for p in (trials_section(trials), compare) if p)
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -241,9 +259,7 @@ def write_html(diagnoses: Iterable[Diagnosis], path: str | os.PathLike, *,
             hint="name the file: -o DIR/report.html")
     page = render_html(diagnoses, title=title, trials=trials)
     try:
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(page)
+        write_atomic(path, page)
     except OSError as err:
         raise ContractError(
             f"Cannot write the HTML report to {path!r}: {err.strerror or err}. Expected a file "

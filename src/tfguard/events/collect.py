@@ -13,6 +13,13 @@ tells it (its plugin name, after a TF1 value is migrated to its TF2 form by
 are migrated the same way (`tfguard.events.decode`); a TF1 `simple_value` is
 read directly (`decode.legacy_scalar`, the same number at a 750th of the cost).
 
+A run holds at most `MAX_TAGS` distinct tags: past that, the values of new
+tags are not read but counted, and each file that held some gets one
+`Damage` (kind `"oversized"`) saying how many values were left out, so a
+file that writes a new tag per value (10^6 one-point tags) cannot make the
+reader's memory grow with it. tfguard's own `run/`, `config/`, `guard/`
+and hparams tags are always read.
+
 `finish` sorts every series by step; for the same tag and step the record read
 last wins (files are read in order, so the later file wins). Restarts are
 purged as TensorBoard does (`plugin_event_accumulator`): every session of a
@@ -52,7 +59,7 @@ from tfguard.events.selection import Selection
 from tfguard.events.template import ScalarTemplate, factorize
 from tfguard.events.values import HistogramPoint, ImageInfo
 
-__all__ = ["Collector"]
+__all__ = ["MAX_TAGS", "Collector"]
 
 _SKIP = "skip"
 _UNPACK_F32 = struct.Struct("<f").unpack
@@ -60,6 +67,13 @@ _DT_FLOAT = types_pb2.DT_FLOAT
 _BATCH = 512  # records parsed into columns at once
 _BATCH_BYTES = _BATCH * 256  # larger records (histograms, images) are not scalars
 _UNKNOWN, _SKIPPED = -1, -2  # column codes of tags that are not fast scalars
+MAX_TAGS = 50_000
+"""The most distinct tags read per run (a 1000-layer model logs about 10 per layer).
+
+Each tag costs about 2.5 KB from reading to diagnosis, so a run stays within
+about 125 MB of tags whatever its files hold; values of tags past the cap
+are counted and reported as damage."""
+_ALWAYS_READ = ("run/", "config/", "guard/", "_hparams_/")
 _SESSION_LOG_MAX_BYTES = 64  # a SessionLog event is ~20 bytes; larger ones are never purges
 _START = event_pb2.SessionLog.START
 # The key byte of `Event.session_log` (field 7, length-delimited): 0x3a.
@@ -167,6 +181,7 @@ class Collector:
         self._hparams_config: dict | None = None
         self._session: dict[str, object] = {}
         self._seen_start = False
+        self._over_cap: dict[str, list[int]] = {}  # path -> [first offset, values not read]
 
     def add(self, path: str, offsets: list[int], datas: list[bytes]) -> None:
         """Decode intact records of the file `path`.
@@ -290,6 +305,9 @@ class Collector:
             for value in values:
                 series = series_of(value.tag)
                 if series is None:
+                    if len(self._series) >= MAX_TAGS and not value.tag.startswith(_ALWAYS_READ):
+                        self._count_over_cap(path, offset)
+                        continue
                     series = self._classify(value)
                     if series is None:
                         continue
@@ -314,6 +332,19 @@ class Collector:
                     add_value(number)
                 else:
                     self._add_item(path, offset, series, step, wall, value)
+
+    def _count_over_cap(self, path: str, offset: int) -> None:
+        count = self._over_cap.setdefault(path, [offset, 0])
+        count[1] += 1
+
+    def _report_over_cap(self) -> None:
+        for path, (offset, count) in self._over_cap.items():
+            self.damage.append(Damage(
+                path, offset, f"more than {MAX_TAGS:,} distinct tags in the run: {count:,} "
+                f"value(s) of later tags were not read, from this offset on (tfguard reads at "
+                f"most {MAX_TAGS:,} tags per run so memory stays bounded; a log that writes a "
+                "new tag per value should write one tag with many steps)", kind="oversized"))
+        self._over_cap = {}
 
     def purge(self, step: int) -> None:
         """Drops every value read so far with a step >= `step` (TensorBoard's restart purge)."""
@@ -384,6 +415,7 @@ class Collector:
             `hparams`, `hparams_config` and `hparams_session`, shaped as the
             fields of `Run`.
         """
+        self._report_over_cap()
         out: dict[str, dict] = {"scalars": {}, "histograms": {}, "texts": {}, "images": {}}
         for tag, series in self._series.items():
             if series is _SKIP or series.kind == "hparams":

@@ -48,8 +48,8 @@ class GuardConfig:
             Defaults to `"tfguard-quarantine"` under the working directory.
         max_consecutive_skips: with `"skip"`, stop after this many skipped
             steps in a row. Defaults to `10`.
-        max_quarantined: keep at most this many quarantined batches per fit.
-            Defaults to `5`.
+        max_quarantined: try to save at most this many bad batches per model
+            (a save that fails, on a full disk, counts). Defaults to `5`.
         localize: replay a quarantined batch to name the first bad layer,
             variable and op before raising. Defaults to `True`.
         hold_bytes: an optimizer update whose state (its variables and the

@@ -62,8 +62,15 @@ class EpochTracker(keras.callbacks.Callback):
     def __init__(self, inst):
         super().__init__()
         self.inst = inst
+        self._first_epoch = True
+
+    def on_train_begin(self, logs=None):
+        self._first_epoch = True
 
     def on_epoch_begin(self, epoch, logs=None):
+        if self._first_epoch:  # a resumed fit (BackupAndRestore, initial_epoch) goes on counting
+            self._first_epoch = False
+            self.inst.continue_from(int(epoch), (self.params or {}).get("steps"))
         self.inst.begin_epoch(int(epoch))
 
     def on_train_end(self, logs=None):

@@ -231,6 +231,23 @@ class Instrumentation(Counters):
     def begin_fit(self) -> None:
         self.epoch = None
 
+    def continue_from(self, epoch: int, steps_per_epoch: int | None) -> None:
+        """A fit that starts at `epoch` > 0 continues the batch count of the run it resumes.
+
+        After `keras.callbacks.BackupAndRestore` restores epoch 3 in a new
+        process, the batches before it were seen by the killed process: the
+        count goes on from the restored step (the optimizer's iterations) or
+        from `epoch * steps_per_epoch` (which also counts the skipped
+        batches), whichever is larger, as the guard's counters do, so the
+        bad batch's folder is `batch-00000024`, not a second `batch-00000000`.
+        """
+        if epoch <= 0:
+            return
+        floor = self.global_step()
+        if steps_per_epoch:
+            floor = max(floor, int(epoch) * int(steps_per_epoch))
+        self.batches = max(self.batches, floor)
+
     def begin_epoch(self, epoch: int) -> None:
         self.epoch = epoch
         self.epoch_batch = None

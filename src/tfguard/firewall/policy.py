@@ -3,10 +3,12 @@
 `Violation.handle` turns the flags of one rejected (or, under `warn`,
 accepted) step into a `GuardEvent` and then:
 
-* saves the batch to the quarantine folder (at most `max_quarantined` per
-  model). A folder that cannot be written (read-only, disk full) never
-  stops training under `skip` or `warn`: one `GuardWarning` names the
-  folder and the reason, the violation is still counted and reported.
+* saves the batch to the quarantine folder (at most `max_quarantined`
+  attempts per model, failed ones included: a full disk is not written to
+  at every later violation). A folder that cannot be written (read-only,
+  disk full) never stops training under `skip` or `warn`: one
+  `GuardWarning` names the folder and the reason, the violation is still
+  counted and reported, and the partial folder is removed.
   Under `raise` the write failure is part of the raised message;
 * localizes the first quarantined batches while the live model is at hand
   (a replay: first non-finite layer, variable and op), for every policy,
@@ -115,7 +117,7 @@ class Counters:
         self.epoch_violations = 0
         self.epoch_skipped = 0
         self.consecutive_skips = 0
-        self.quarantined = 0
+        self.quarantined = 0  # saves attempted, failed ones included (max_quarantined caps them)
 
     def count(self, applied: bool) -> None:
         """Counts one violation; `applied` says whether its update went through (`warn`)."""
@@ -187,6 +189,7 @@ class Violation:
     def _quarantine(self, event: GuardEvent, data, message: str) -> str:
         inst, config = self.inst, self.inst.guard
         model = inst.model
+        inst.quarantined += 1  # a failed save counts too: a full disk is not tried at every violation
         try:
             event.quarantine = save_quarantine(config.quarantine_dir, model, data, event,
                                                strategy=model.distribute_strategy)
@@ -200,7 +203,6 @@ class Violation:
                               "counted and reported. Fix: point quarantine_dir at a writable "
                               "folder with free space.", GuardWarning, stacklevel=4)
             return message + f" {reason[0].upper()}{reason[1:]}."
-        inst.quarantined += 1
         message += f" The batch is saved in {event.quarantine}."
         if config.localize:
             report = self._localize(event)

@@ -5,10 +5,14 @@ sample weights), `weights.npz` (every model variable, by index; names in the
 metadata), `meta.json` (batch, epoch, global step, checkpoint, where,
 counts, message, structure of the batch, versions, the files that define
 the model's classes), `model.keras` when Keras can save the model, and
-`replay.json` when the batch was localized with the live model. Everything
-loads with `allow_pickle=False` and Keras `safe_mode=True`; a damaged or
-crafted folder gives a `QuarantineError` naming the file, and `meta.json`
-cannot point outside its folder.
+`replay.json` when the batch was localized with the live model. `meta.json`
+is written last (atomically) and declares the dtype and shape of every
+array (`arrays`); a save that fails (a full disk) removes its folder.
+Everything loads with `allow_pickle=False` and Keras `safe_mode=True`, and
+the arrays within bounds (`tfguard.forensics.arrays`: no file inflates
+beyond its size on disk, headers must match `meta.json`); a damaged,
+truncated, incomplete or crafted folder gives one `QuarantineError` naming
+the file, and `meta.json` cannot point outside its folder.
 
 Example (the guard saves a batch holding a NaN; it loads back as it was):
 
@@ -31,6 +35,7 @@ import inspect
 import json
 import os
 import re
+import shutil
 import warnings
 
 import keras
@@ -38,6 +43,8 @@ import numpy as np
 import tensorflow as tf
 
 from tfguard.errors import QuarantineError
+from tfguard.files import write_atomic
+from tfguard.forensics.arrays import array_layout, read_arrays
 from tfguard.hooks import keras_compat
 
 ROLES = ("x", "y", "sample_weight")
@@ -47,6 +54,9 @@ REPLAY_FORMAT = "tfguard.replay/1"
 META_FILE = "meta.json"
 MODEL_FILE = "model.keras"
 REPLAY_FILE = "replay.json"
+ARRAY_FILES = ("batch.npz", "weights.npz")
+MAX_JSON_BYTES = 16 * 1024 * 1024
+"""The largest `meta.json` or `replay.json` read (a model with thousands of variables needs < 1 MB)."""
 
 
 def _local_numpy(value, strategy) -> np.ndarray:
@@ -109,12 +119,24 @@ def save_quarantine(root: str, model: keras.Model, data, event, strategy=None) -
         The path of the new quarantine folder.
 
     Raises:
-        OSError: when the folder or a file cannot be written.
+        OSError: when the folder or a file cannot be written; the partial
+            folder is removed first.
     """
     strategy = strategy or tf.distribute.get_strategy()
-    x, y, sample_weight = keras_compat.unpack(data)
     batch = int(event.batch if getattr(event, "batch", None) is not None else event.step)
     folder = _unique_dir(os.path.join(root, _safe_component(model.name)), f"batch-{batch:08d}")
+    try:
+        _write_folder(folder, model, data, event, batch, strategy)
+    except BaseException:
+        # a full disk or a killed save: no partial folder stays behind to be replayed. If it
+        # cannot be removed, it has no meta.json (written last), and loading it says "incomplete".
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return folder
+
+
+def _write_folder(folder: str, model: keras.Model, data, event, batch: int, strategy) -> None:
+    x, y, sample_weight = keras_compat.unpack(data)
     arrays, structure = {}, {}
     for role, value in zip(ROLES, (x, y, sample_weight)):
         structure[role] = _structure(value)
@@ -123,10 +145,10 @@ def save_quarantine(root: str, model: keras.Model, data, event, strategy=None) -
                 arrays[f"{role}{SEPARATOR}{key}"] = _local_numpy(leaf, strategy)
     np.savez(os.path.join(folder, "batch.npz"), **arrays)
     variables = list(model.weights)
-    np.savez(
-        os.path.join(folder, "weights.npz"),
-        **{f"w{i:05d}": np.asarray(v.numpy()) for i, v in enumerate(variables)},
-    )
+    values = {f"w{i:05d}": np.asarray(v.numpy()) for i, v in enumerate(variables)}
+    np.savez(os.path.join(folder, "weights.npz"), **values)
+    layout = {"batch.npz": array_layout(arrays), "weights.npz": array_layout(values)}
+    del values
     model_file, model_error = None, None
     try:
         with warnings.catch_warnings():  # a model with no call() is "not built"; its batch matters
@@ -155,10 +177,9 @@ def save_quarantine(root: str, model: keras.Model, data, event, strategy=None) -
         "structure": structure,
         "variables": [getattr(v, "path", v.name) for v in variables],
         "versions": {"tensorflow": tf.__version__, "keras": keras.__version__},
+        "arrays": layout,
     }
-    with open(os.path.join(folder, META_FILE), "w", encoding="utf-8") as handle:
-        json.dump(meta, handle, indent=2)
-    return folder
+    write_atomic(os.path.join(folder, META_FILE), json.dumps(meta, indent=2))
 
 
 def defined_in(model: keras.Model) -> list[str]:
@@ -191,9 +212,7 @@ def store_replay(folder: str, report, model: keras.Model) -> str:
     path = os.path.join(folder, REPLAY_FILE)
     record = {"format": REPLAY_FORMAT, "report": report.to_dict(), "model": model.name,
               "defined_in": defined_in(model)}
-    with open(path, "w", encoding="utf-8") as handle:
-        json.dump(record, handle, indent=2, default=str)
-    return path
+    return write_atomic(path, json.dumps(record, indent=2, default=str))
 
 
 @dataclasses.dataclass
@@ -296,26 +315,19 @@ def _rebuild(structure: dict, values: dict):
 
 def _read_json(path: str):
     try:
-        with open(path, encoding="utf-8") as handle:
-            return json.load(handle)
-    except (OSError, UnicodeDecodeError, ValueError) as error:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > MAX_JSON_BYTES:
+                raise ValueError(f"larger than {MAX_JSON_BYTES:,} bytes")
+            raw = handle.read(size + 1)  # bounded even if the file grows meanwhile
+        if len(raw) > MAX_JSON_BYTES:
+            raise ValueError(f"larger than {MAX_JSON_BYTES:,} bytes")
+        return json.loads(raw.decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as error:
         raise QuarantineError(
             f"Received an unreadable file {path}: {type(error).__name__}: {error}, expected "
             "JSON written by tfguard.",
             hint="the quarantine folder is damaged; take the batch from a fresh violation",
-        ) from error
-
-
-def _read_npz(path: str) -> dict[str, np.ndarray]:
-    try:
-        with np.load(path, allow_pickle=False) as stored:
-            return {key: stored[key] for key in stored.files}
-    except (OSError, ValueError, EOFError, KeyError) as error:
-        # ValueError: object arrays (pickle refused), a damaged archive
-        raise QuarantineError(
-            f"Received an unreadable array file {path}: {type(error).__name__}: {error}, expected "
-            "plain numeric arrays (no pickled objects).",
-            hint="the quarantine folder is damaged or crafted; take the batch from a fresh violation",
         ) from error
 
 
@@ -335,13 +347,21 @@ def load_quarantine(path: str) -> Quarantine:
             damaged file, or metadata that does not match the arrays.
     """
     path = os.fspath(path)
-    for needed in (META_FILE, "batch.npz", "weights.npz"):
-        if not os.path.isfile(os.path.join(path, needed)):
-            raise QuarantineError(
-                f"Received an invalid quarantine folder '{path}': '{needed}' is missing, "
-                "expected meta.json, batch.npz and weights.npz.",
-                hint="pass a folder printed by a GuardViolation, e.g. tfguard-quarantine/<model>/batch-N",
-            )
+    missing = [f for f in (META_FILE, *ARRAY_FILES) if not os.path.isfile(os.path.join(path, f))]
+    if missing and os.path.isdir(path) and any(
+            os.path.isfile(os.path.join(path, f)) for f in (*ARRAY_FILES, MODEL_FILE)):
+        raise QuarantineError(
+            f"Received an incomplete quarantine folder '{path}': {', '.join(map(repr, missing))} "
+            "missing, expected meta.json, batch.npz and weights.npz (meta.json is written last: "
+            "the save was cut short, by a full disk or a killed process).",
+            hint="take the batch from another violation; remove this folder",
+        )
+    for needed in missing[:1]:
+        raise QuarantineError(
+            f"Received an invalid quarantine folder '{path}': '{needed}' is missing, "
+            "expected meta.json, batch.npz and weights.npz.",
+            hint="pass a folder printed by a GuardViolation, e.g. tfguard-quarantine/<model>/batch-N",
+        )
     meta_path = os.path.join(path, META_FILE)
     meta = _read_json(meta_path)
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
@@ -349,8 +369,10 @@ def load_quarantine(path: str) -> Quarantine:
         raise QuarantineError(
             f"Received an unknown quarantine format in {meta_path}: {found!r}, expected {FORMAT!r}."
         )
-    arrays = _read_npz(os.path.join(path, "batch.npz"))
-    stored = _read_npz(os.path.join(path, "weights.npz"))
+    layouts = meta.get("arrays")  # absent in folders written before tfguard declared them
+    layouts = layouts if isinstance(layouts, dict) else {}
+    arrays, stored = (read_arrays(os.path.join(path, name), layouts.get(name))
+                      for name in ARRAY_FILES)
     try:
         per_role: dict[str, dict] = {role: {} for role in ROLES}
         for key, value in arrays.items():

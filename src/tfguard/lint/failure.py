@@ -104,4 +104,37 @@ def failure_record(error: BaseException, model: keras.Model | None = None, step:
     return record
 
 
-__all__ = ["FIXES", "describe_failure", "failure_record", "is_out_of_memory", "memory_profile"]
+def end_record(status: str, step: int, reason: str | None = None) -> dict:
+    """The Logger's end-of-training record (`run/status`) of a run that did not fail.
+
+    A log without it (SIGKILL, a crash of the interpreter, a run still
+    going) is diagnosed "interrupted", never healthy.
+
+    Example:
+
+    >>> end_record("success", 120)
+    {'status': 'completed', 'step': 120}
+    >>> end_record("aborted", 7, "SIGTERM")
+    {'status': 'aborted', 'step': 7, 'type': 'SIGTERM', 'error': 'the process received SIGTERM'}
+
+    Args:
+        status: the Logger's ending: `"success"`, `"aborted"` (a signal,
+            `close()` during training, the interpreter's exit) or `"failure"`.
+        step: the last global step of the run's log.
+        reason: what ended it (`"SIGTERM"`, `"SIGINT"`, `"exit"`, ...).
+            Defaults to `None`.
+    """
+    if status == "success":
+        return {"status": "completed", "step": int(step)}
+    if status == "failure":  # an error the Logger did not see (a `with Logger(...)` block's)
+        return {"status": "failed", "step": int(step), "type": reason or "error",
+                "error": reason or "training ended with an error"}
+    record = {"status": "aborted", "step": int(step)}
+    if reason:
+        described = f"the process received {reason}" if reason.startswith("SIG") else reason
+        record.update(type=reason, error=described)
+    return record
+
+
+__all__ = ["FIXES", "describe_failure", "end_record", "failure_record", "is_out_of_memory",
+           "memory_profile"]

@@ -48,6 +48,7 @@ import tensorflow as tf
 
 from tfguard import __version__
 from tfguard.errors import ExportError
+from tfguard.files import write_atomic
 from tfguard.pipeline.data import DatasetInfo
 from tfguard.pipeline.input import preprocess
 
@@ -239,7 +240,7 @@ def export_model(
 
     contract = make_contract(model, info, endpoints, tflite_path is not None)
     contract_path = export_dir / CONTRACT_FILE
-    contract_path.write_text(json.dumps(contract, indent=2) + "\n")
+    write_atomic(contract_path, json.dumps(contract, indent=2) + "\n")
     return ExportResult(
         export_dir=export_dir,
         keras_path=keras_path,

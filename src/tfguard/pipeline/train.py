@@ -40,6 +40,7 @@ import numpy as np
 from rich.table import Table
 
 from tfguard.errors import ContractError
+from tfguard.files import write_atomic
 from tfguard.pipeline.config import TrainConfig, load_config
 from tfguard.pipeline.data import LoadedData, load_data
 from tfguard.pipeline.export import export_model
@@ -253,8 +254,8 @@ def train(
         f"accuracy {test_metrics.get('accuracy', float('nan')):.4f}"
     )
     base.save(run_dir / MODEL_FILE)
-    (run_dir / DATASET_FILE).write_text(json.dumps(info.to_dict(), indent=2) + "\n")
-    (run_dir / CONFIG_FILE).write_text(json.dumps(config.to_dict(), indent=2) + "\n")
+    write_atomic(run_dir / DATASET_FILE, json.dumps(info.to_dict(), indent=2) + "\n")
+    write_atomic(run_dir / CONFIG_FILE, json.dumps(config.to_dict(), indent=2) + "\n")
     result = TrainResult(
         model=base,
         fitted=model,

@@ -408,6 +408,8 @@ def remedies_for(finding: Finding, target: tuple | None = None) -> list[Remedy]:
     if fid in ("slow_convergence", "no_learning"):
         return [learning_rate_scaled(fid, 10.0), learning_rate_default(fid)]
     if fid in ("nonfinite", "exploding_gradient"):
+        if ev.get("validation_only"):  # NaN in the validation data: no training change helps
+            return []
         return [clipnorm(fid), learning_rate_scaled(fid, 0.1)]
     if fid == "unnormalized_input":
         return [normalization(fid)]

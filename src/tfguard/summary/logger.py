@@ -89,7 +89,7 @@ from tfguard.distribute.multiworker import is_chief
 from tfguard.errors import ContractError, SummaryWriteError
 from tfguard.findings import strict_json
 from tfguard.firewall import instrument, instrumentation_of
-from tfguard.lint.failure import failure_record
+from tfguard.lint.failure import end_record, failure_record
 from tfguard.summary import hparams as hparams_module
 from tfguard.summary import lifecycle, runinfo
 from tfguard.summary.first_batch import peek_first_batch
@@ -308,14 +308,15 @@ class Logger(keras.callbacks.Callback):
         self._finished = True
         self._wrapper = None
         self._signal_hooks = [
-            lifecycle.SignalHook(self._on_signal, signal.SIGTERM),
-            lifecycle.SignalHook(self._on_signal, signal.SIGINT),
+            lifecycle.SignalHook(lambda final: self._on_signal(final, "SIGTERM"), signal.SIGTERM),
+            lifecycle.SignalHook(lambda final: self._on_signal(final, "SIGINT"), signal.SIGINT),
         ]
         self._session_started = False
         self._config_text_written = False
         self._config_written = False
         self._metric_tags: set[str] = set()
         self._step = 0
+        self._written_step = 0  # the largest step written: the end record goes at or after it
         self._first_step = 1
         self._guard_offsets = (0, 0)
         self._speed = SpeedMeter()
@@ -567,6 +568,8 @@ class Logger(keras.callbacks.Callback):
         pending, self._pending = self._pending, {}
         if not self.active:
             return
+        if pending:
+            self._written_step = max(self._written_step, *pending)
         for step in sorted(pending):
             self._writer.write(step, pending[step])
 
@@ -640,11 +643,19 @@ class Logger(keras.callbacks.Callback):
         """Runs a hook; if it raises (strict logging, a bad option), closes the run first."""
         try:
             return fn(*args)
-        except BaseException:
+        except BaseException as error:
+            if self._failure is None:
+                self._failure = failure_record(error, self.model, step=self._step)
             self._finish("failure", quiet=True)
             raise
 
-    def _finish(self, status: str, *, quiet: bool = False) -> None:
+    def _finish(self, status: str, *, quiet: bool = False, reason: str | None = None) -> None:
+        """Ends the run: pending values, the end-of-training record (`run/status`), the session end.
+
+        Every ending writes `run/status`: a failure's record, or `end_record`
+        (completed, or aborted by a signal or an exit). A log that lacks it
+        was cut off (SIGKILL) and is diagnosed "interrupted".
+        """
         if self._finished:
             return
         self._finished = True
@@ -659,9 +670,10 @@ class Logger(keras.callbacks.Callback):
                     self._write_tables()
                 if not self._config_written:
                     self._write_experiment()
-                if self._failure is not None:
-                    self._writer.write(self._step, [text_value(tags.RUN_STATUS, json.dumps(
-                        strict_json(self._failure)))])
+                step = max(self._step, self._written_step)
+                record = self._failure or end_record(status, step, reason)
+                self._writer.write(step, [text_value(tags.RUN_STATUS, json.dumps(
+                    strict_json(record)))])
                 if self._session_started:
                     self._writer.write_summary(0, hparams_module.session_end_summary(status, time.time()))
         except SummaryWriteError:
@@ -690,15 +702,15 @@ class Logger(keras.callbacks.Callback):
             batch_size=getattr(inst, "last_batch_size", None))
         self._finish(status, quiet=True)
 
-    def _on_signal(self, final: bool) -> None:
+    def _on_signal(self, final: bool, reason: str | None = None) -> None:
         if final:
-            self._finish("aborted", quiet=True)
+            self._finish("aborted", quiet=True, reason=reason)
         else:
             self._emit()
             self._writer.flush()
 
     def _close_at_exit(self) -> None:
-        self._finish("aborted", quiet=True)
+        self._finish("aborted", quiet=True, reason="the interpreter exited during training")
 
     # -- explicit control ----------------------------------------------------------------
     def flush(self) -> None:

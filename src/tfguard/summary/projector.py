@@ -32,6 +32,7 @@ from google.protobuf import text_format
 from tensorboard.plugins import projector
 
 from tfguard.errors import ContractError
+from tfguard.files import write_atomic
 from tfguard.summary.rundir import sanitize_component
 
 CONFIG_FILENAME = "projector_config.pbtxt"
@@ -49,6 +50,15 @@ def _read_config(path: str):
         with tf.io.gfile.GFile(path, "r") as handle:
             text_format.Parse(handle.read(), config)
     return config
+
+
+def _write_whole(path: str, text: str) -> None:
+    """A local file is replaced atomically (`write_atomic`); a remote one (`gs://...`) by gfile."""
+    if "://" in path:
+        with tf.io.gfile.GFile(path, "w") as handle:
+            handle.write(text)
+    else:
+        write_atomic(path, text)
 
 
 def write_projector(
@@ -117,13 +127,12 @@ def write_projector(
     tensor_file = f"{stem}.tsv"
     buffer = io.StringIO()
     np.savetxt(buffer, array, fmt="%.7g", delimiter="\t")
-    with tf.io.gfile.GFile(os.path.join(logdir, tensor_file), "w") as handle:
-        handle.write(buffer.getvalue())
+    _write_whole(os.path.join(logdir, tensor_file), buffer.getvalue())
     metadata_file = None
     if metadata is not None:
         metadata_file = f"{stem}_metadata.tsv"
-        with tf.io.gfile.GFile(os.path.join(logdir, metadata_file), "w") as handle:
-            handle.write("".join(_metadata_line(label) + "\n" for label in metadata))
+        _write_whole(os.path.join(logdir, metadata_file),
+                     "".join(_metadata_line(label) + "\n" for label in metadata))
     config_path = os.path.join(logdir, CONFIG_FILENAME)
     config = _read_config(config_path)
     kept = [e for e in config.embeddings if e.tensor_name != str(name)]
@@ -135,7 +144,7 @@ def write_projector(
     embedding.tensor_shape.extend([int(array.shape[0]), int(array.shape[1])])
     if metadata_file is not None:
         embedding.metadata_path = metadata_file
-    projector.visualize_embeddings(logdir, config)
+    _write_whole(config_path, text_format.MessageToString(config))
     return config_path
 
 

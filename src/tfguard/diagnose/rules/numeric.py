@@ -7,7 +7,10 @@ logged loss, metric, gradient norm, weight norm or update ratio is not
 finite, and names the layer whose gradient (else weights) went first. A run
 guarded by the firewall may keep finite curves because the bad updates were
 skipped: then the guard's own event lines (`guard/events`) that mention NaN
-or Inf give a warning instead.
+or Inf give a warning instead. When only validation metrics (`val/*`) went
+non-finite and the training loss stayed finite, the finding says the
+validation data holds NaN/Inf (`where="validation data"`), with a remedy in
+that data, not in the learning rate.
 
 Example:
 
@@ -25,7 +28,7 @@ import re
 import numpy as np
 
 from tfguard import tags
-from tfguard.diagnose.finding import Finding
+from tfguard.diagnose.finding import Finding, fmt
 from tfguard.diagnose.signals import MissingSignals, Series, Signals
 from tfguard.diagnose.thresholds import Thresholds
 
@@ -75,6 +78,10 @@ def nonfinite(signals: Signals, thresholds: Thresholds) -> list[Finding]:
     if not bad:
         return _from_guard(signals)
 
+    if all(tag.startswith("val/") for tag in bad):
+        only_validation = _validation_only(signals, watched, bad)
+        if only_validation is not None:
+            return [only_validation]
     first_tag = min(bad, key=lambda t: _order_key(watched[t], bad[t]))
     series = watched[first_tag]
     index = bad[first_tag]
@@ -112,6 +119,46 @@ def nonfinite(signals: Signals, thresholds: Thresholds) -> list[Finding]:
         epoch = signals.epoch_of(step)
     return [Finding("nonfinite", "error", message, onset_step=step, onset_epoch=epoch,
                     where=where, evidence=evidence, suggestion=_SUGGESTION)]
+
+
+_VALIDATION_SUGGESTION = (
+    "The training is not at fault: do not lower the learning rate for this. Check the "
+    "validation set for NaN/Inf (`np.isnan(x_val).sum()`, `np.isinf(x_val).sum()`) and its "
+    "labels against the loss's range, then drop or impute the bad rows, or preprocess the "
+    "validation data exactly as the training data. The firewall guards training batches "
+    "only, so it skipped nothing."
+)
+
+
+def _validation_only(signals: Signals, watched: dict, bad: dict) -> Finding | None:
+    """Only validation metrics went non-finite while the training loss stayed finite.
+
+    Then the validation data holds NaN/Inf (or values the training data
+    never had), and the remedy is in that data, not in the optimizer.
+    Returns `None` when no training loss was logged to tell.
+    """
+    losses = [s for tag in (tags.train("loss"), tags.batch("loss"))
+              if (s := watched.get(tag)) is not None]
+    if not losses or not all(np.isfinite(s.values).all() for s in losses):
+        return None
+    first_tag = min(bad, key=lambda t: _order_key(watched[t], bad[t]))
+    series, index = watched[first_tag], bad[first_tag]
+    step, epoch = series.at(index)
+    value = series.values[index]
+    what = "NaN" if np.isnan(value) else ("+Inf" if value > 0 else "-Inf")
+    at = f"step {step}" if step is not None else f"epoch {epoch}"
+    train_loss = float(losses[0].values[-1])
+    message = (f"'{first_tag}' became {what} at {at} while the training loss stayed finite "
+               f"(last {fmt(train_loss)}): the validation data holds NaN or Inf, not the "
+               f"training; {len(bad)} validation signal(s) are non-finite.")
+    evidence = {"validation_only": True, "tags_affected": len(bad),
+                "nonfinite_points": int(sum(int((~np.isfinite(watched[t].values)).sum())
+                                            for t in bad)),
+                "train_loss_last": train_loss}
+    if epoch is None and step is not None:
+        epoch = signals.epoch_of(step)
+    return Finding("nonfinite", "error", message, onset_step=step, onset_epoch=epoch,
+                   where="validation data", evidence=evidence, suggestion=_VALIDATION_SUGGESTION)
 
 
 _NONFINITE_TEXT = re.compile(r"\b(nan|inf|non-finite|nonfinite)\b", re.IGNORECASE)
