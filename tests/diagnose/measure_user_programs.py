@@ -17,6 +17,7 @@ import tempfile
 import time
 
 from . import user_programs as U
+from . import user_programs_trust as T
 
 ALARMS = ("warning", "error")
 
@@ -40,7 +41,7 @@ def verdict(program, result) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    programs = U.HEALTHY + U.BUGGY
+    programs = U.HEALTHY + T.HEALTHY + U.BUGGY + T.BUGGY
     if argv:
         programs = [p for p in programs if p.name in argv]
     rows = []

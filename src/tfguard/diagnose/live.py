@@ -132,6 +132,9 @@ class LiveDiagnosis(keras.callbacks.Callback):
     def on_train_begin(self, logs=None):
         if self.recorder.model is None:
             self.recorder.model = _describe(self.model)
+            # a subclassed model is built by its first step: describe it again at the epoch's
+            # end, when what it does with its inputs (ids or numbers) can be read
+            self._describe_again = not self.model.built
         if self._inst is not None and self.model.train_function is None:
             self.model.make_train_function()
 
@@ -139,6 +142,9 @@ class LiveDiagnosis(keras.callbacks.Callback):
         # fits of one model continue one history: fit(epochs=1) in a loop is epoch 0, 1, 2, ...
         epoch = max(int(epoch), self._next_epoch)
         self._next_epoch = epoch + 1
+        if getattr(self, "_describe_again", False) and self.model.built:
+            self._describe_again = False
+            self.recorder.model = _describe(self.model) or self.recorder.model
         self.recorder.end_epoch(epoch, self._step(), logs,
                                 learning_rate(getattr(self.model, "optimizer", None)))
         self.diagnosis = diagnose(self.recorder.signals(), rules=self.rules,

@@ -321,7 +321,9 @@ class Signals:
         layers that consume it): a name when every input goes first into a
         normalizing layer (`Rescaling`, `Normalization`, ...) or a layer that
         takes ids or strings (`Embedding`, `StringLookup`, ...), or is an
-        integer/string input of such a model. Without it (older logs), the
+        integer/string input of such a model, or when the model only looks
+        the input's values up (`use` "lookup": an `Embedding` at any depth,
+        a gather, a one-hot). Without it (older logs), the
         first three layers are looked at for a normalizing layer.
         """
         model = self.model or {}
@@ -329,6 +331,10 @@ class Signals:
         if inputs:
             names = []
             for item in inputs:
+                if item.get("use") in ("lookup", "unused"):
+                    # the model gathers, one-hot encodes or looks the values up: ids, no scale
+                    names.append("the model's lookup of its ids")
+                    continue
                 consumers = item.get("consumers") or []
                 handled = [c for c in consumers
                            if c.get("class") in NORMALIZING_LAYERS | TOKEN_LAYERS]

@@ -11,7 +11,14 @@ Shape of the result::
      "loss": {"name", "class", "from_logits"},
      "optimizer": {"class", "learning_rate"},
      "layers": [{"name", "class", "activation", "units", "params"}],
-     "inputs": [{"name", "dtype", "consumers": [{"name", "class"}]}]}
+     "inputs": [{"name", "dtype", "consumers": [{"name", "class"}], "use"}]}
+
+Each input's `use` is what the model does with its values
+(`tfguard.lint.lookup.input_uses`): `"lookup"` (ids: gathered, one-hot
+encoded, looked up, at any depth of nesting), `"numeric"`, `"unused"` or
+`None` when the model could not be traced. A subclassed model, whose
+graph is only known by tracing, gets one entry per input with no name and
+no consumers.
 
 `output_activation_source` says how the activation was read (`"layer"`,
 `"probe"`, `"last_layer"` or `None`, see `tfguard.lint.heads`).
@@ -35,6 +42,7 @@ from __future__ import annotations
 import keras
 
 from tfguard.lint.heads import input_shapes, layer_activation, output_heads
+from tfguard.lint.lookup import input_uses
 from tfguard.lint.losses import NO_LOSS, losses_per_output
 
 
@@ -162,6 +170,18 @@ def describe_optimizer(optimizer) -> dict:
     return {"class": type(target).__name__, "learning_rate": learning_rate}
 
 
+def _with_uses(model, inputs: list[dict]) -> list[dict]:
+    """Adds each input's `use` (lookup / numeric) from tracing the model."""
+    uses = input_uses(model)
+    if uses is None:
+        return [{**item, "use": None} for item in inputs]
+    if not inputs:
+        return [{"name": None, "dtype": None, "consumers": [], "use": use} for use in uses]
+    if len(uses) != len(inputs):
+        return [{**item, "use": None} for item in inputs]
+    return [{**item, "use": use} for item, use in zip(inputs, uses)]
+
+
 def describe_model(model) -> dict:
     """Describes a Keras model, its loss and optimizer as a JSON-able dict.
 
@@ -207,7 +227,7 @@ def describe_model(model) -> dict:
         "loss": losses[0].to_dict(),
         "optimizer": describe_optimizer(getattr(model, "optimizer", None)),
         "layers": [describe_layer(layer) for layer in leaf_layers(model)],
-        "inputs": describe_inputs(model),
+        "inputs": _with_uses(model, describe_inputs(model)),
     }
     if len(heads) > 1:
         description["outputs"] = [

@@ -460,6 +460,11 @@ class Logger(keras.callbacks.Callback):
     def _epoch_end(self, epoch, logs):
         self._first_batch_values()
         self._step = step = self._read_step()
+        if getattr(self, "_describe_again", False) and self.model.built:
+            self._describe_again = False
+            description = runinfo.model_description(self.model)
+            if description is not None:
+                self._pending.setdefault(step, []).append(text_value(tags.CONFIG_MODEL, description))
         epoch = max(int(epoch), self._next_epoch)  # fits of one model continue one history
         self._next_epoch = epoch + 1
         epoch_values = runinfo.epoch_values(epoch, logs, getattr(self.model, "optimizer", None))
@@ -601,6 +606,9 @@ class Logger(keras.callbacks.Callback):
         description = runinfo.model_description(self.model)
         if description is not None:
             values.append(text_value(tags.CONFIG_MODEL, description))
+        # a subclassed model is built by its first step: describe it again then, when what it
+        # does with its inputs (ids or numbers) could not be read before
+        self._describe_again = description is not None and not self.model.built
         self._config_text_written = self._writer.write(step, values)
         if self.hparams and not self._session_started:
             self._session_started = self._writer.write_summary(
