@@ -283,14 +283,14 @@ model = keras.Sequential([keras.Input((64,)), keras.layers.Rescaling(1 / 16),
                           keras.layers.Dense(32, activation="relu"),
                           keras.layers.Dense(10, activation="softmax")])
 model.compile(optimizer="adam", loss="mse", metrics=["accuracy"])
-model.fit(digits_x, digits_y, epochs=5, batch_size=32, validation_split=0.2, verbose=0)
+model.fit(digits_x, digits_y.reshape(-1, 1), epochs=5, batch_size=32, validation_split=0.2, verbose=0)
 """, also=("no_learning", "label_range", "slow_convergence", "dead_relu")),
     UserProgram("binary_loss_multiclass_head", "loss_activation_mismatch", """
 model = keras.Sequential([keras.Input((64,)), keras.layers.Rescaling(1 / 16),
                           keras.layers.Dense(32, activation="relu"),
-                          keras.layers.Dense(10, activation="sigmoid")])
+                          keras.layers.Dense(10, activation="softmax")])
 model.compile(optimizer="adam", loss="binary_crossentropy", metrics=["accuracy"])
-model.fit(digits_x, digits_y, epochs=5, batch_size=32, validation_split=0.2, verbose=0)
+model.fit(digits_x, keras.utils.to_categorical(digits_y, 10), epochs=5, batch_size=32, validation_split=0.2, verbose=0)
 """, also=("no_learning", "label_range", "slow_convergence", "nonfinite", "dead_relu")),
     UserProgram("softmax_on_regression_target", "loss_activation_mismatch", """
 x, y = load_diabetes(return_X_y=True)
@@ -301,7 +301,7 @@ model = keras.Sequential([keras.Input((10,)), keras.layers.Dense(32, activation=
 model.compile(optimizer="adam", loss="mse")
 model.fit(x, y, epochs=8, batch_size=32, validation_split=0.2, verbose=0)
 """, also=("no_learning", "label_range", "slow_convergence")),
-    UserProgram("sgd_momentum_batch_size_one", "oscillating_loss", """
+    UserProgram("sgd_momentum_batch_size_one", "learning_rate", """
 x, y = load_iris(return_X_y=True)
 order = np.random.default_rng(0).permutation(len(x))
 x = ((x - x.mean(0)) / x.std(0)).astype("float32")[order]
@@ -309,10 +309,11 @@ y = y[order]
 model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(32, activation="relu"),
                           keras.layers.Dense(32, activation="relu"),
                           keras.layers.Dense(3, activation="softmax")])
-model.compile(optimizer=keras.optimizers.SGD(0.3, momentum=0.9),
+model.compile(optimizer=keras.optimizers.SGD(0.05, momentum=0.9),
               loss="sparse_categorical_crossentropy", metrics=["accuracy"])
 model.fit(x, y, epochs=5, batch_size=1, validation_split=0.2, verbose=0)
-""", also=("learning_rate", "dead_relu", "no_learning", "nonfinite", "exploding_gradient")),
+""", also=("oscillating_loss", "dead_relu", "no_learning", "nonfinite", "exploding_gradient",
+           "vanishing_gradient")),
     UserProgram("raw_pixels_cnn", "unnormalized_input", """
 images = (digits_x * 16).reshape(-1, 8, 8, 1)
 model = keras.Sequential([keras.Input((8, 8, 1)), keras.layers.Conv2D(16, 3, activation="relu"),

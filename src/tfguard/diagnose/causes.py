@@ -78,6 +78,12 @@ def because(cause: Finding) -> str:
 
 
 def _explains(cause: Finding, symptom: Finding) -> bool:
+    if cause.id == "loss_activation_mismatch" and symptom.id == "label_range":
+        # a loss that does not fit the task the targets show puts those targets out of its range
+        return bool(cause.evidence.get("explains_labels"))
+    if (cause.id == "loss_activation_mismatch" and cause.severity == "error"
+            and symptom.id == "learning_rate" and symptom.evidence.get("direction") == "low"):
+        return True  # an output that cannot learn (a softmax over 1 unit) gets no updates to make
     if cause.id == "learning_rate" and cause.evidence.get("direction") == "low":
         return symptom.id in _LOW_RATE_EXPLAINS
     return symptom.id in EXPLAINS.get(cause.id, set())
@@ -101,6 +107,12 @@ def by_cause(findings: list[Finding]) -> list[Finding]:
                             f"({', '.join(dict.fromkeys(s.id for s in shown))}).")
         causes.append(cause)
     causes.sort(key=lambda f: (CAUSES.index(f.id), rank(f)))
+    # a cause another cause produces (labels out of the range of a loss that does not fit the
+    # task) is that cause's consequence: listed after it, linked to it
+    produced = [c for c in causes
+                if any(o is not c and o.severity != "info" and _explains(o, c) for o in causes)]
+    causes = [c for c in causes if c not in produced]
+    symptoms = sorted(produced + symptoms, key=rank)
     linked = []
     for symptom in symptoms:
         reasons = [c for c in causes if c.severity != "info" and _explains(c, symptom)]

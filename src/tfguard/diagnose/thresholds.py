@@ -126,6 +126,11 @@ class Thresholds:
             with probability 3 * 3**-16). Defaults to `0.8`.
         pipeline_min_batches: batches of label statistics needed before that
             rule may fire. tfguard: measured. Defaults to `6`.
+        pipeline_min_batch_size: with a smaller batch size (the fit's
+            `batch_size`, when known) single-class batches are chance, not a
+            sorted pipeline: a batch of 1 always holds one class. tfguard:
+            measured (issue 22: SGD at batch size 1 read as unshuffled).
+            Defaults to `8`.
         lr_jump: a training loss that rises this many times above its first
             observed value within the first epoch, or turns non-finite there,
             diverges: the learning rate is far too high. tfguard: measured
@@ -144,8 +149,12 @@ class Thresholds:
             optimizer's Keras default (SGD 0.01, Adam and the others 0.001)
             is far outside the usual range; it is reported when training
             also shows a symptom such a rate produces (dead ReLUs, no
-            learning, oscillation, NaN). tfguard: measured (the healthy runs
-            tried use 1-10x their default). Defaults to `30.0`.
+            learning, oscillation, NaN). SGD's rate is read as a step size,
+            `rate / (1 - momentum)` (heavy-ball momentum multiplies a steady
+            step by that; Goodfellow et al., "Deep Learning", 8.3.2).
+            tfguard: measured (the healthy runs tried use 1-10x their
+            default; SGD 0.05 with momentum 0.9 at batch size 1 is 50x and
+            kills its ReLUs). Defaults to `30.0`.
         input_wait_max: a median share of a step spent waiting for the next
             batch (`perf/input_wait_fraction`) above this means the input
             pipeline, not the model, sets the pace. tf.data performance guide
@@ -182,6 +191,7 @@ class Thresholds:
     input_mean_max: float = 10.0
     pipeline_single_class: float = 0.8
     pipeline_min_batches: int = 6
+    pipeline_min_batch_size: int = 8
     lr_jump: float = 10.0
     update_ratio_max: float = 0.1
     update_ratio_min: float = 1e-6

@@ -9,7 +9,7 @@ Shape of the result::
 
     {"name", "class", "input_shape", "output_units", "output_activation",
      "loss": {"name", "class", "from_logits"},
-     "optimizer": {"class", "learning_rate"},
+     "optimizer": {"class", "learning_rate", "momentum"},
      "layers": [{"name", "class", "activation", "units", "params"}],
      "inputs": [{"name", "dtype", "consumers": [{"name", "class"}], "use"}]}
 
@@ -150,7 +150,7 @@ def describe_inputs(model) -> list[dict]:
 
 
 def describe_optimizer(optimizer) -> dict:
-    """Describes an optimizer as `{"class", "learning_rate"}` (current value).
+    """Describes an optimizer as `{"class", "learning_rate", "momentum"}` (current values).
 
     Args:
         optimizer: a Keras optimizer or `None`.
@@ -160,14 +160,18 @@ def describe_optimizer(optimizer) -> dict:
         schedule is reported at the optimizer's current iteration.
     """
     if optimizer is None:
-        return {"class": None, "learning_rate": None}
+        return {"class": None, "learning_rate": None, "momentum": None}
     inner = getattr(optimizer, "inner_optimizer", None)  # LossScaleOptimizer
     target = inner if inner is not None else optimizer
     try:
         learning_rate = float(target.learning_rate)
     except (AttributeError, TypeError, ValueError):
         learning_rate = None
-    return {"class": type(target).__name__, "learning_rate": learning_rate}
+    try:
+        momentum = float(getattr(target, "momentum", None))
+    except (TypeError, ValueError):
+        momentum = None
+    return {"class": type(target).__name__, "learning_rate": learning_rate, "momentum": momentum}
 
 
 def _with_uses(model, inputs: list[dict]) -> list[dict]:
