@@ -243,7 +243,7 @@ model = keras.Model(inputs, keras.layers.Dense(10, activation="softmax")(Block()
 model.compile(optimizer=keras.optimizers.SGD(0.05), loss="sparse_categorical_crossentropy")
 model.fit(digits_x * 16, digits_y, epochs=4, batch_size=32, verbose=0)
 """, also=("nonfinite", "learning_rate", "dead_relu", "no_learning", "exploding_gradient")),
-    UserProgram("initializer_far_too_wide_mlp", "exploding_gradient", """
+    UserProgram("initializer_far_too_wide_mlp", "saturated_activation", """
 x, y = load_breast_cancer(return_X_y=True)
 order = np.random.default_rng(0).permutation(len(x))
 x = ((x - x.mean(0)) / x.std(0)).astype("float32")[order]
@@ -255,7 +255,7 @@ model = keras.Sequential([keras.Input((30,)),
                           keras.layers.Dense(1, activation="sigmoid", kernel_initializer=init)])
 model.compile(optimizer="adam", loss="binary_crossentropy", metrics=["accuracy"])
 model.fit(x, y, epochs=10, batch_size=32, validation_split=0.2, verbose=0)
-""", also=("saturated_activation", "vanishing_gradient", "oscillating_loss", "no_learning",
+""", also=("exploding_gradient", "vanishing_gradient", "oscillating_loss", "no_learning",
            "slow_convergence", "learning_rate")),
     UserProgram("initializer_far_too_wide_cnn", "exploding_gradient", """
 images = (digits_x / 16.0).reshape(-1, 8, 8, 1)
@@ -270,7 +270,7 @@ model.fit(images, digits_y, epochs=5, batch_size=32, validation_split=0.2, verbo
 """, also=("saturated_activation", "dead_relu", "oscillating_loss", "no_learning",
            "slow_convergence", "nonfinite", "learning_rate", "vanishing_gradient")),
     UserProgram("deep_relu_init_goes_nan", "exploding_gradient", """
-init = keras.initializers.RandomNormal(stddev=1.0)
+init = keras.initializers.RandomNormal(stddev=0.4)
 model = keras.Sequential([keras.Input((64,)), keras.layers.Rescaling(1 / 16)]
                          + [keras.layers.Dense(64, activation="relu", kernel_initializer=init)
                             for _ in range(8)]

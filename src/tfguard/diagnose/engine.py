@@ -159,6 +159,66 @@ def death_point(signals: Signals) -> tuple[int | None, int | None] | None:
     return None, min(p[1] for p in points if p[1] is not None)
 
 
+#: Rules that read the training loss curve: on a model that logs its own losses instead of
+#: `loss` (a VAE's `total_loss`, a contrastive model's `c_loss`), they judge those.
+CURVE_RULES = frozenset({"no_learning", "slow_convergence", "oscillating_loss", "overfitting",
+                         "learning_rate"})
+#: Loss names of adversarial training (a GAN's two players do not fall together by design)
+#: and of regularizers (a VAE's KL term rises from zero as the latent starts to carry
+#: information): not judged as training losses of their own.
+_ADVERSARIAL = ("d_", "g_", "disc", "gen", "critic", "adv")
+_REGULARIZER = ("kl", "reg", "penalty", "gp")
+
+
+def own_losses(signals: Signals) -> list[str]:
+    """The model's own loss names to judge as training losses, when it logs no `loss`.
+
+    Example:
+
+    >>> s = Signals.from_arrays({"train/total_loss": (None, [3.0, 2.0]),
+    ...                          "train/kl_loss": (None, [0.1, 0.5]),
+    ...                          "train/reconstruction_loss": (None, [2.9, 1.5])})
+    >>> own_losses(s)
+    ['total_loss']
+    """
+    if signals.series(tags.train("loss")) is not None:
+        return []
+    names = [tags.metric_name(t) for t in signals.scalars
+             if t.startswith("train/") and t.endswith("loss") and signals.series(t) is not None]
+    totals = [n for n in names if "total" in n]
+    if totals:
+        return totals[:1]
+    return [n for n in names
+            if not n.startswith(_ADVERSARIAL) and not any(w in n for w in _REGULARIZER)]
+
+
+def _as_loss(signals: Signals, name: str) -> Signals:
+    """`signals` with the model's own loss `name` read as `loss` (train/, val/, batch/)."""
+    scalars = dict(signals.scalars)
+    for tag_of in (tags.train, tags.val, tags.batch):
+        scalars.pop(tag_of("loss"), None)
+        if tag_of(name) in signals.scalars:
+            scalars[tag_of("loss")] = signals.scalars[tag_of(name)]
+    return dataclasses.replace(signals, scalars=scalars)
+
+
+def _run_rule(rule: Rule, signals: Signals, th: Thresholds) -> list[Finding]:
+    names = own_losses(signals) if rule.id in CURVE_RULES else []
+    if not names:
+        return rule(signals, th)
+    found, missing = [], None
+    for name in names:
+        try:
+            for f in rule(_as_loss(signals, name), th):
+                found.append(dataclasses.replace(
+                    f, message=f"'{name}': {f.message}", evidence={**f.evidence, "loss": name}))
+        except MissingSignals as err:
+            missing = err
+    if missing is not None and not found and len(names) == 1:
+        raise missing
+    return found
+
+
 def _resolve_rules(rules) -> list[Rule]:
     if rules is None:
         return list(RULES.values())
@@ -209,7 +269,7 @@ def diagnose(
     alive = signals.truncated(*death) if death is not None else signals
     for rule in _resolve_rules(rules):
         try:
-            found = rule(signals if rule.after_death else alive, th)
+            found = _run_rule(rule, signals if rule.after_death else alive, th)
         except MissingSignals as missing:
             skipped.append({"id": rule.id, "reason": str(missing)})
             continue
@@ -221,17 +281,27 @@ def diagnose(
     return Diagnosis(
         run=signals.run, findings=by_cause(findings), rules_run=run, rules_skipped=skipped,
         hparams=dict(signals.hparams), metrics=metric_summary(signals), source=signals.source,
-        notes=list(signals.notes), signals=signals, status=run_status(signals, run),
+        notes=list(signals.notes), signals=signals, status=run_status(signals, run, skipped, th),
     )
 
 
-def run_status(signals: Signals, rules_run: list) -> dict:
+def _missing_what(reason: str) -> str:
+    """"no gradient norms (grad_norm/<layer>): ..." -> "gradient norms"."""
+    head = reason.split(":", 1)[0].split(" (", 1)[0].strip()
+    return head[3:] if head.startswith("no ") else head
+
+
+def run_status(signals: Signals, rules_run: list, skipped: list | None = None,
+               thresholds: Thresholds | None = None) -> dict:
     """How the run ended, as the reports state it before any finding.
 
     `{"state", "text"}` with `state` one of `"completed"`, `"failed"`,
-    `"out_of_memory"`, `"aborted"` or `"no_evidence"` (nothing was logged
-    that a rule could read: never "healthy"), plus the failure record's
-    fields (`type`, `error`, `step`, `detail`) when training failed.
+    `"out_of_memory"`, `"aborted"`, `"no_evidence"` (nothing was logged
+    that a rule could read) or `"little_evidence"` (more than
+    `little_evidence_skipped` of the rules could not look: the text lists
+    what was missing; never "healthy"), plus the failure record's fields
+    (`type`, `error`, `step`, `detail`) when training failed, and
+    `missing` for little evidence.
     """
     failure = signals.status
     if failure:
@@ -242,4 +312,12 @@ def run_status(signals: Signals, rules_run: list) -> dict:
     if not rules_run:
         return {"state": "no_evidence",
                 "text": "no signal any rule can read was logged: nothing can be said about this run"}
+    th = Thresholds.resolve(thresholds)
+    skipped = skipped or []
+    total = len(rules_run) + len(skipped)
+    if total and len(skipped) / total > th.little_evidence_skipped:
+        missing = list(dict.fromkeys(_missing_what(s["reason"]) for s in skipped))
+        return {"state": "little_evidence", "missing": missing,
+                "text": (f"little evidence: training completed, but {len(skipped)} of {total} rules "
+                         f"could not look (missing: {'; '.join(missing[:6])}); not called healthy")}
     return {"state": "completed", "text": "training completed"}

@@ -65,6 +65,11 @@ class LiveDiagnosis(keras.callbacks.Callback):
             Defaults to `True`.
         scalars_every: the steps between two signal observations asked of
             the instrumented step. Defaults to `10`.
+        dense_steps: the first this many recording steps observe every
+            step, then every `scalars_every`: a run that explodes within a
+            few steps (a far too wide initializer: NaN at step 4) shows its
+            growth only step by step. `0` observes every `scalars_every`
+            from the start. Defaults to `20`.
         run: the run's name in reports. Defaults to `"live"`.
         hparams: hyperparameters to show in reports. Defaults to `None`.
         lint: static findings (e.g. of the input pipeline) to report.
@@ -83,6 +88,7 @@ class LiveDiagnosis(keras.callbacks.Callback):
         on_finding: Callable[[Finding], None] | None = None,
         instrument: bool = True,
         scalars_every: int = 10,
+        dense_steps: int = 20,
         run: str = "live",
         hparams: Mapping | None = None,
         lint: list | None = None,
@@ -99,6 +105,8 @@ class LiveDiagnosis(keras.callbacks.Callback):
         self._on_finding = on_finding
         self.instrument = instrument
         self.scalars_every = int(scalars_every)
+        self.dense_steps = max(0, int(dense_steps))
+        self._records = 0
         self.run = run
         self.recorder = SignalRecorder(run, hparams=hparams, lint=lint)
         self.findings: list[Finding] = []
@@ -112,10 +120,14 @@ class LiveDiagnosis(keras.callbacks.Callback):
         super().set_model(model)
         if self.instrument and self._inst is None:
             self._inst = instrument_model(model)
-            self._inst.subscribe(self._on_record, scalars_every=self.scalars_every)
+            every = 1 if self.dense_steps > self._records else self.scalars_every
+            self._inst.subscribe(self._on_record, scalars_every=every)
             self._inst.add_event_listener(self._on_guard_event)
 
     def _on_record(self, record) -> None:
+        self._records += 1
+        if self._records == self.dense_steps and self._inst is not None:
+            self._inst.subscribe(self._on_record, scalars_every=self.scalars_every)
         self.recorder.add(record.step, step_values(record, getattr(self.model, "optimizer", None)))
 
     def _on_guard_event(self, event) -> None:

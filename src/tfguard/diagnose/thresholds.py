@@ -48,7 +48,30 @@ class Thresholds:
             Defaults to `5`.
         explode_growth: a gradient norm (global or one layer) this many times
             its baseline is exploding. tfguard: measured (healthy programs
-            peak below 12x; diverging ones pass 1000x). Defaults to `100.0`.
+            peak below 12x; diverging ones pass 1000x). A growth while every
+            loss keeps falling and validation keeps improving
+            (`run_improving`) is only an info: a warning needs evidence that
+            the run is hurt (issue 22: a healthy sigmoid softmax MLP on iris).
+            Defaults to `100.0`.
+        explode_before_nan_growth: a gradient norm that grew this many
+            times between its first observation and the last one before the
+            run turned non-finite exploded before the NaN (too few points for
+            a baseline). tfguard: measured (a deep ReLU stack initialized 2x
+            too wide grows by 1e8 in three steps; healthy runs' norms change
+            less than 12x). Defaults to `10.0`.
+        init_std_ratio: a kernel initializer whose weights' standard
+            deviation is this many times He initialization's `sqrt(2/fan_in)`
+            (the widest standard scheme: He et al., ICCV 2015) is far too
+            wide; reported only with `init_loss_factor` or a NaN as evidence
+            of harm. tfguard: measured (Keras's defaults are below 1x; the
+            faults of issue 22 are 2.3x to 60x). Defaults to `2.0`.
+        init_loss_factor: a first batch loss this many times a uniform
+            guess's (`ln K` for K classes, `ln 2` binary) shows a network
+            that explodes from the first step. tfguard: measured (fresh
+            Glorot/He networks start within 1.5x of chance; a 3x too wide
+            convnet starts at 6000x). Defaults to `10.0`.
+        init_window: the first steps in which a too-wide initializer's harm
+            must show. tfguard: measured. Defaults to `50`.
         explode_ratio: first-layer / last-layer gradient-norm ratio above
             which gradients explode. AUTOTRAINER `beta_3`. Defaults to `70.0`.
         vanish_ratio: first-layer / last-layer gradient-norm ratio below
@@ -161,11 +184,22 @@ class Thresholds:
             (an accelerator idle while the host prepares data); tfguard:
             measured in tests/diagnose/test_pipeline_pitfalls.py (a cached,
             prefetched pipeline of a small model: about 0.2). Defaults to `0.5`.
+        little_evidence_skipped: a completed run where more than this
+            fraction of the rules could not run (their signals were not
+            logged) gets the status "little evidence", listing what is
+            missing, never "healthy": "healthy" means the rules looked.
+            tfguard: measured (issue 22: the healthy user-shaped programs,
+            custom steps and GANs included, skip 1-4 of 16 rules; a WGAN-GP
+            with no recorded signals skipped 13). Defaults to `0.5`.
     """
 
     persistence: int = 3
     baseline_points: int = 5
     explode_growth: float = 100.0
+    explode_before_nan_growth: float = 10.0
+    init_std_ratio: float = 2.0
+    init_loss_factor: float = 10.0
+    init_window: int = 50
     explode_ratio: float = 70.0
     vanish_ratio: float = 1e-3
     vanish_first_norm: float = 1e-4
@@ -197,6 +231,7 @@ class Thresholds:
     update_ratio_min: float = 1e-6
     lr_default_factor: float = 30.0
     input_wait_max: float = 0.5
+    little_evidence_skipped: float = 0.5
 
     @classmethod
     def resolve(cls, thresholds: Thresholds | Mapping | None) -> Thresholds:

@@ -10,7 +10,7 @@ Shape of the result::
     {"name", "class", "input_shape", "output_units", "output_activation",
      "loss": {"name", "class", "from_logits"},
      "optimizer": {"class", "learning_rate", "momentum"},
-     "layers": [{"name", "class", "activation", "units", "params"}],
+     "layers": [{"name", "class", "activation", "units", "params", "initializer"}],
      "inputs": [{"name", "dtype", "consumers": [{"name", "class"}], "use"}]}
 
 Each input's `use` is what the model does with its values
@@ -85,8 +85,62 @@ def leaf_layers(model) -> list:
     return leaves
 
 
+def _fan(layer) -> tuple[int | None, int | None]:
+    """`(fan_in, fan_out)` of a layer's kernel (Dense, Conv*), or `(None, None)`."""
+    kernel = getattr(layer, "kernel", None) if layer.built else None
+    shape = getattr(kernel, "shape", None)
+    if shape is None or len(shape) < 2:
+        return None, None
+    receptive = 1
+    for d in shape[:-2]:
+        receptive *= int(d)
+    return int(shape[-2]) * receptive, int(shape[-1]) * receptive
+
+
+def describe_initializer(layer) -> dict | None:
+    """The kernel initializer of a layer: `{"class", "std", "text"}`, `None` without one.
+
+    `std` is the standard deviation of the weights it draws for this
+    layer's kernel (`RandomNormal(stddev)`, `TruncatedNormal` (0.88 of its
+    stddev), `RandomUniform` ((max - min) / sqrt(12)), the VarianceScaling
+    family (Glorot, He, LeCun) from the kernel's fans), `None` when unknown.
+
+    Example:
+
+    >>> import keras
+    >>> d = keras.layers.Dense(4, kernel_initializer=keras.initializers.RandomNormal(stddev=3.0))
+    >>> d.build((None, 8))
+    >>> describe_initializer(d)["text"]
+    'RandomNormal(stddev=3)'
+    """
+    init = getattr(layer, "kernel_initializer", None)
+    if init is None or not hasattr(init, "get_config"):
+        return None
+    cls = type(init).__name__
+    try:
+        config = init.get_config()
+    except (NotImplementedError, TypeError, ValueError):
+        config = {}
+    fan_in, fan_out = _fan(layer)
+    std = None
+    if cls == "RandomNormal":
+        std = float(config.get("stddev", 0.05))
+    elif cls == "TruncatedNormal":
+        std = 0.8796 * float(config.get("stddev", 0.05))
+    elif cls == "RandomUniform":
+        std = (float(config.get("maxval", 0.05)) - float(config.get("minval", -0.05))) / 12 ** 0.5
+    elif "scale" in config and "mode" in config and fan_in:
+        n = {"fan_in": fan_in, "fan_out": fan_out,
+             "fan_avg": (fan_in + (fan_out or fan_in)) / 2}.get(config["mode"], fan_in)
+        std = (float(config["scale"]) / max(n, 1)) ** 0.5
+    shown = {k: v for k, v in config.items() if k in ("stddev", "minval", "maxval", "scale")}
+    text = cls + (f"({', '.join(f'{k}={v:g}' for k, v in shown.items())})"
+                  if shown and cls in ("RandomNormal", "TruncatedNormal", "RandomUniform") else "")
+    return {"class": cls, "std": std, "text": text, "fan_in": fan_in}
+
+
 def describe_layer(layer) -> dict:
-    """Describes one layer as `{"name", "class", "activation", "units", "params"}`.
+    """Describes one layer as `{"name", "class", "activation", "units", "params", "initializer"}`.
 
     Args:
         layer: a Keras layer.
@@ -100,6 +154,7 @@ def describe_layer(layer) -> dict:
         "activation": layer_activation(layer),
         "units": _units(layer),
         "params": _params(layer),
+        "initializer": describe_initializer(layer),
     }
 
 

@@ -82,17 +82,21 @@ def _use_of(placeholder: tf.Tensor, outputs: set, limit: int = 20000) -> str:
     return "lookup" if looked_up else "unused"
 
 
-def _specs(model) -> list | None:
+def _structure(model):
+    """`(specs in the model's input structure, the KerasTensors in flatten order)`, or `(None, None)`."""
+    try:
+        struct = model.input
+    except (AttributeError, ValueError, TypeError):
+        struct = None
+    if struct is not None:
+        tensors = tf.nest.flatten(struct)
+        specs = tf.nest.map_structure(lambda t: tf.TensorSpec(t.shape, tf.as_dtype(t.dtype)), struct)
+        return specs, tensors
     shapes = input_shapes(model)
     if not shapes:
-        return None
-    try:
-        dtypes = [t.dtype for t in model.inputs]
-    except (AttributeError, ValueError, TypeError):
-        dtypes = None
-    if not dtypes or len(dtypes) != len(shapes):
-        dtypes = ["float32"] * len(shapes)
-    return [tf.TensorSpec(shape, tf.as_dtype(dtype)) for shape, dtype in zip(shapes, dtypes)]
+        return None, None
+    specs = [tf.TensorSpec(shape, tf.float32) for shape in shapes]
+    return (specs[0] if len(specs) == 1 else specs), None
 
 
 def input_uses(model: keras.Model) -> list[str] | None:
@@ -106,20 +110,22 @@ def input_uses(model: keras.Model) -> list[str] | None:
         model: a Keras model.
 
     Returns:
-        One use per input, in the order of `input_shapes(model)`, or `None`.
+        One use per input, in the order of `model.inputs` (of `input_shapes(model)`
+        for a subclassed model), or `None`.
     """
     if _CACHE.get(model) is not None:
         return _CACHE[model]
     uses = None
-    specs = _specs(model)
-    if specs:
+    specs, tensors = _structure(model)
+    if specs is not None:
         try:
-            def forward(*args):
-                return model(args[0] if len(args) == 1 else list(args), training=False)
-
-            graph = tf.function(forward).get_concrete_function(*specs).graph
+            count = len(tf.nest.flatten(specs))
+            graph = tf.function(lambda x: model(x, training=False)).get_concrete_function(specs).graph
             outputs = {t.name for t in graph.outputs}
-            uses = [_use_of(placeholder, outputs) for placeholder in graph.inputs[: len(specs)]]
+            uses = [_use_of(placeholder, outputs) for placeholder in graph.inputs[:count]]
+            if tensors is not None:  # flatten order (sorted dict keys) -> the order of model.inputs
+                by_id = {id(t): use for t, use in zip(tensors, uses)}
+                uses = [by_id.get(id(t)) for t in model.inputs]
         except Exception:  # noqa: BLE001 - any failure to trace means "unknown", never an error
             uses = None
     if uses is not None:  # an unbuilt model may be traced once it is built

@@ -32,6 +32,7 @@ import numpy as np
 
 from tfguard.diagnose.finding import Finding, fmt
 from tfguard.diagnose.rules.base import first_persistent, onset
+from tfguard.diagnose.rules.initialization import too_wide
 from tfguard.diagnose.signals import MissingSignals, Series, Signals
 from tfguard.diagnose.thresholds import Thresholds
 
@@ -130,15 +131,26 @@ def saturated_activation(signals: Signals, thresholds: Thresholds) -> list[Findi
         tail = s.values[start:]
         tail = tail[np.isfinite(tail)]
         median = float(np.median(tail))
-        act = (signals.layer(name) or {}).get("activation") or "sigmoid/tanh"
+        desc = signals.layer(name) or {}
+        act = desc.get("activation") or "sigmoid/tanh"
+        evidence = {"saturated_fraction": median, "final": float(tail[-1]), "observations": len(tail)}
+        why = ""
+        wide = {w[0].get("name"): w for w in too_wide(signals, thresholds)}
+        if desc.get("name") in wide:  # the layer's own initializer puts it in the tails
+            _, ratio, he = wide[desc["name"]]
+            init = desc["initializer"]
+            evidence.update(code="initialization", initializer=init.get("text") or init.get("class"),
+                            std_ratio_to_he=ratio)
+            why = (f" Its weights are drawn with {init.get('text') or init.get('class')}, "
+                   f"{fmt(ratio)}x wider than He initialization for its fan-in of {init['fan_in']} "
+                   f"(std {fmt(he)}).")
         findings.append(Finding(
             "saturated_activation", "warning",
             f"{fmt(100 * median)}% of the pre-activations of layer '{name}' ({act}) lie outside "
             f"+-5 (threshold {fmt(100 * thresholds.saturated_fraction)}%), where the gradient is "
-            "nearly zero.",
+            "nearly zero." + why,
             where=name, **_at(signals, s, start),
-            evidence={"saturated_fraction": median, "final": float(tail[-1]),
-                      "observations": len(tail)},
+            evidence=evidence,
             suggestion=("Normalize the inputs, use Glorot initialization with a smaller scale, "
                         f"add BatchNormalization before '{name}', or use ReLU-family activations."),
         ))

@@ -211,3 +211,40 @@ def require_epochs(curve: Series | None, tag: str, thresholds: Thresholds) -> Se
             f"{len(curve)} finite epoch(s) of {tag}, needs {thresholds.min_epochs}"
         )
     return curve
+
+
+def run_improving(signals: Signals, thresholds: Thresholds) -> bool:
+    """Whether the run shows no harm: every loss finite and falling, validation still improving.
+
+    The principle behind every warning (issue 22): a symptom needs evidence
+    that the run is hurt, or will be. A run is improving when its epoch-level
+    training losses (`train/loss` and any model-own `train/*loss`) are
+    finite and end at least `nl_min_drop` below where they started, and its
+    validation loss, when logged, ends within `overfit_rise` of its best.
+
+    Example:
+
+    >>> from tfguard.diagnose import Signals, Thresholds
+    >>> s = Signals.from_arrays({"train/loss": (None, [1.0, 0.6, 0.4]), "val/loss": (None, [1.0, 0.7, 0.5])})
+    >>> run_improving(s, Thresholds())
+    True
+    """
+    curves = [finite_epoch_curve(signals, tag) for tag in signals.scalars
+              if tag.startswith("train/") and tag.endswith("loss")]
+    raw = [signals.series(tag) for tag in signals.scalars
+           if tag.startswith(("train/", "val/", "batch/")) and tag.endswith("loss")]
+    if any(s is not None and not np.isfinite(s.values).all() for s in raw):
+        return False
+    curves = [c for c in curves if c is not None and len(c) >= 2]
+    if not curves:
+        return False
+    for c in curves:
+        start, end = float(c.values[0]), float(c.values[-1])
+        if end > start - thresholds.nl_min_drop * abs(start):
+            return False
+    val = finite_epoch_curve(signals, tags.val("loss"))
+    if val is not None and len(val) >= 2:
+        best = float(np.min(val.values))
+        if float(val.values[-1]) > best + thresholds.overfit_rise * abs(best):
+            return False
+    return True

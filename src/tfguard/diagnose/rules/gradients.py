@@ -26,13 +26,15 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 
 from tfguard import tags
 from tfguard.diagnose.finding import Finding, fmt
-from tfguard.diagnose.rules.base import baseline, first_persistent, onset
+from tfguard.diagnose.rules.base import baseline, first_persistent, onset, run_improving
+from tfguard.diagnose.rules.initialization import growth_before_death, growth_text, initialization
 from tfguard.diagnose.signals import MissingSignals, Series, Signals, missing
 from tfguard.diagnose.thresholds import Thresholds
 
@@ -55,19 +57,55 @@ def _growth_onset(series: Series, thresholds: Thresholds, factor: float):
 
 
 def exploding_gradient(signals: Signals, thresholds: Thresholds) -> list[Finding]:
-    """Reports gradient norms that grow by orders of magnitude.
+    """Reports gradient norms that grow by orders of magnitude, or explode from the first step.
+
+    Reads the whole run (a rule with `after_death`): a kernel initializer
+    far too wide (`initialization`) comes first, with the growth before the
+    run died when it did; else the growth over an early median, on the
+    signals before the run died; else the growth before the NaN alone.
+    A growth while the run keeps improving (`run_improving`) is an `info`:
+    a warning needs evidence that the run is hurt.
 
     Args:
         signals: the run, with `grad_norm/<layer>` (and/or `grad_norm/global`).
         thresholds: uses `explode_growth`, `explode_ratio`, `baseline_points`,
-            `persistence`.
+            `persistence`, `explode_before_nan_growth` and those of `initialization`.
 
     Returns:
         At most one finding, naming the layer whose norm exploded first.
 
     Raises:
-        MissingSignals: without gradient norms.
+        MissingSignals: without gradient norms and without a too-wide initializer.
     """
+    from tfguard.diagnose.engine import death_point  # the engine imports the rules
+
+    death = death_point(signals)
+    alive = signals.truncated(*death) if death is not None else signals
+    growth = growth_before_death(alive, death[0] if death is not None else None, thresholds)
+    found = initialization(signals, thresholds, growth)
+    if found:
+        return found
+    found = _growth(alive, thresholds)
+    if found and found[0].severity == "warning" and run_improving(signals, thresholds):
+        f = found[0]
+        found = [dataclasses.replace(
+            f, severity="info",
+            message=f.message.rstrip(".") + "; the run is not hurt (its losses keep falling), so "
+            "this is a remark, not a warning.", evidence={**f.evidence, "run_improving": 1})]
+    if found or growth is None:
+        return found
+    return [Finding(
+        "exploding_gradient", "error", growth_text(growth)[0].upper() + growth_text(growth)[1:] + ".",
+        where=None if growth["layer"] == "global" else growth["layer"],
+        onset_step=growth["from_step"], onset_epoch=signals.epoch_of(growth["from_step"]),
+        evidence={"code": "before_nonfinite", **{k: v for k, v in growth.items() if k != "layer"}},
+        suggestion=("Lower the learning rate (try 10x smaller), clip gradients "
+                    "(`clipnorm=1.0`), and check the weight initialization."),
+    )]
+
+
+def _growth(signals: Signals, thresholds: Thresholds) -> list[Finding]:
+    """The growth test over an early median and AUTOTRAINER's ratio (see the module docstring)."""
     layers = signals.per_layer("grad_norm")
     glob = signals.series(tags.GLOBAL_GRAD_NORM)
     if not layers and glob is None:
