@@ -169,6 +169,10 @@ def by_cause(findings: list[Finding]) -> list[Finding]:
 
     produced = [c for c in causes if any(demotes(o, c) for o in causes)]
     causes = [c for c in causes if c not in produced]
+    # "the learning rate is far too low" is false when nothing could learn anyway (an output
+    # that cannot move gets no updates): such a finding is dropped, not listed as a consequence
+    produced = [c for c in produced
+                if not (c.id == "learning_rate" and c.evidence.get("direction") == "low")]
     symptoms = _by_onset(sorted(produced + symptoms, key=rank), rank)
     linked = []
     for symptom in symptoms:
@@ -185,4 +189,55 @@ def by_cause(findings: list[Finding]) -> list[Finding]:
     return causes + linked
 
 
-__all__ = ["CAUSES", "EXPLAINS", "because", "by_cause"]
+def by_measured_fix(findings: list[Finding], trials) -> list[Finding]:
+    """Where remedies were tried (`--try-fixes`), the finding whose remedy measured best comes first.
+
+    A measured improvement is stronger evidence of the cause than any
+    ordering rule: the finding answered by the trial with the largest
+    relative gain (verdict `"improved"`) moves to the front, its evidence
+    gains `measured_fix` and `measured_gain`; the others keep their order.
+
+    Example:
+
+    >>> from types import SimpleNamespace as T
+    >>> a, b = Finding("dead_relu", "warning", "dead."), Finding("oscillating_loss", "warning", "swings.")
+    >>> trial = T(finding="oscillating_loss", where=None, verdict="improved", before=0.65, after=0.09,
+    ...           change="SGD learning_rate 0.5 -> 0.05")
+    >>> [f.id for f in by_measured_fix([a, b], [trial])]
+    ['oscillating_loss', 'dead_relu']
+
+    Args:
+        findings: the findings in report order.
+        trials: objects (or dicts) with `finding`, `where`, `verdict`, `before`, `after`, `change`.
+
+    Returns:
+        The findings, the measured winner first.
+    """
+    def field(t, name):
+        return t.get(name) if isinstance(t, dict) else getattr(t, name, None)
+
+    best, gain = None, 0.0
+    for t in trials or []:
+        before, after = field(t, "before"), field(t, "after")
+        if field(t, "verdict") != "improved" or not isinstance(before, (int, float)) \
+                or not isinstance(after, (int, float)) or before != before or after != after:
+            continue
+        g = (before - after) / max(abs(before), 1e-12)
+        if g > gain:
+            best, gain = t, g
+    if best is None:
+        return list(findings)
+    match = [f for f in findings if f.id == field(best, "finding")
+             and (field(best, "where") is None or f.where == field(best, "where"))]
+    if not match:
+        return list(findings)
+    winner = match[0]
+    moved = dataclasses.replace(
+        winner, evidence={**winner.evidence, "measured_fix": str(field(best, "change")),
+                          "measured_gain": gain},
+        message=f"{winner.message.rstrip()} Measured: {field(best, 'change')} helped most "
+                f"({fmt(field(best, 'before'))} -> {fmt(field(best, 'after'))}).")
+    return [moved] + [f for f in findings if f is not winner]
+
+
+__all__ = ["CAUSES", "EXPLAINS", "SYMPTOM_EXPLAINS", "because", "by_cause", "by_measured_fix"]

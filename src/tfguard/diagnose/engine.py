@@ -28,7 +28,8 @@ from tfguard import tags
 from tfguard.diagnose.causes import by_cause
 from tfguard.diagnose.finding import Finding, severity_rank
 from tfguard.diagnose.rules import RULES, Rule
-from tfguard.diagnose.signals import MissingSignals, Signals
+from tfguard.diagnose.rules.base import own_losses
+from tfguard.diagnose.signals import MissingSignals, Signals, death_point
 from tfguard.diagnose.thresholds import Thresholds
 from tfguard.errors import ContractError
 from tfguard.findings import describe_failure
@@ -130,68 +131,10 @@ def metric_summary(signals: Signals) -> dict:
     return summary
 
 
-def death_point(signals: Signals) -> tuple[int | None, int | None] | None:
-    """Where a run died: the first point after which its loss or gradient norm is never finite again.
-
-    Args:
-        signals: the run.
-
-    Returns:
-        `(step, epoch)` of the earliest such point over `batch/loss`,
-        `train/loss` and `grad_norm/global` (either may be `None`), or `None`
-        when the run never died.
-    """
-    points = []
-    for tag in (tags.batch("loss"), tags.train("loss"), tags.GLOBAL_GRAD_NORM):
-        s = signals.series(tag)
-        if s is None:
-            continue
-        finite = np.flatnonzero(np.isfinite(s.values))
-        start = int(finite[-1]) + 1 if len(finite) else 0
-        if start < len(s):
-            points.append(s.at(start))
-    if not points:
-        return None
-    with_steps = [p for p in points if p[0] is not None]
-    if with_steps:
-        step = min(p[0] for p in with_steps)
-        return step, signals.epoch_of(step)
-    return None, min(p[1] for p in points if p[1] is not None)
-
-
 #: Rules that read the training loss curve: on a model that logs its own losses instead of
 #: `loss` (a VAE's `total_loss`, a contrastive model's `c_loss`), they judge those.
 CURVE_RULES = frozenset({"no_learning", "slow_convergence", "oscillating_loss", "overfitting",
                          "learning_rate"})
-#: Loss names of adversarial training (a GAN's two players do not fall together by design)
-#: and of regularizers (a VAE's KL term rises from zero as the latent starts to carry
-#: information): not judged as training losses of their own.
-_ADVERSARIAL = ("d_", "g_", "disc", "gen", "critic", "adv")
-_REGULARIZER = ("kl", "reg", "penalty", "gp")
-
-
-def own_losses(signals: Signals) -> list[str]:
-    """The model's own loss names to judge as training losses, when it logs no `loss`.
-
-    Example:
-
-    >>> s = Signals.from_arrays({"train/total_loss": (None, [3.0, 2.0]),
-    ...                          "train/kl_loss": (None, [0.1, 0.5]),
-    ...                          "train/reconstruction_loss": (None, [2.9, 1.5])})
-    >>> own_losses(s)
-    ['total_loss']
-    """
-    if signals.series(tags.train("loss")) is not None:
-        return []
-    names = [tags.metric_name(t) for t in signals.scalars
-             if t.startswith("train/") and t.endswith("loss") and signals.series(t) is not None]
-    totals = [n for n in names if "total" in n]
-    if totals:
-        return totals[:1]
-    return [n for n in names
-            if not n.startswith(_ADVERSARIAL) and not any(w in n for w in _REGULARIZER)]
-
-
 def _as_loss(signals: Signals, name: str) -> Signals:
     """`signals` with the model's own loss `name` read as `loss` (train/, val/, batch/)."""
     scalars = dict(signals.scalars)

@@ -68,8 +68,9 @@ class LiveDiagnosis(keras.callbacks.Callback):
         dense_steps: the first this many recording steps observe every
             step, then every `scalars_every`: a run that explodes within a
             few steps (a far too wide initializer: NaN at step 4) shows its
-            growth only step by step. `0` observes every `scalars_every`
-            from the start. Defaults to `20`.
+            growth only step by step (`tfguard run` asks for 20, and its
+            logger observes the same steps). `0` observes every
+            `scalars_every` from the start. Defaults to `0`.
         run: the run's name in reports. Defaults to `"live"`.
         hparams: hyperparameters to show in reports. Defaults to `None`.
         lint: static findings (e.g. of the input pipeline) to report.
@@ -88,7 +89,7 @@ class LiveDiagnosis(keras.callbacks.Callback):
         on_finding: Callable[[Finding], None] | None = None,
         instrument: bool = True,
         scalars_every: int = 10,
-        dense_steps: int = 20,
+        dense_steps: int = 0,
         run: str = "live",
         hparams: Mapping | None = None,
         lint: list | None = None,

@@ -224,6 +224,11 @@ class Logger(keras.callbacks.Callback):
         ContractError: for an invalid option.
     """
 
+    dense_steps: int = 0
+    """Observe each of the first this many recording steps, then every `scalars_every`
+    (`tfguard run` sets 20, as for its live diagnosis: a run that explodes within a few steps
+    shows its growth only step by step)."""
+
     def __init__(
         self,
         logdir=None,
@@ -385,9 +390,10 @@ class Logger(keras.callbacks.Callback):
             inst.remove_event_listener(self._on_guard_event)
             return
         if self._wants_signals:
+            dense = self.scalars_every and getattr(self, "_records", 0) < self.dense_steps
             inst.subscribe(
                 self._on_record,
-                scalars_every=self.scalars_every,
+                scalars_every=1 if dense else self.scalars_every,
                 histograms_every=self.histograms_every if self.histogram_kinds else 0,
                 histogram_kinds=self.histogram_kinds,
                 weights=bool(self.scalars_every),
@@ -505,6 +511,10 @@ class Logger(keras.callbacks.Callback):
             self._guarded(self._record, record)
 
     def _record(self, record) -> None:
+        self._records = getattr(self, "_records", 0) + 1
+        if self._records == self.dense_steps and self._inst is not None:
+            self._listen(False)  # the first steps were observed one by one: back to the schedule
+            self._listen(True)
         self._first_batch_values()
         self._step = step = record.step
         step_values = runinfo.step_values(record, getattr(self.model, "optimizer", None))

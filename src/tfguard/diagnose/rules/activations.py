@@ -15,6 +15,12 @@ sigmoid output saturates when it is confident.
 Without activation statistics, `dead_relu` falls back on the per-layer
 fraction of zero gradient entries (`zero_grad_fraction/<layer>`), skipping
 embedding and sigmoid/tanh/softmax layers, whose zeros mean something else.
+Zero gradient entries are not dead units (a wide ReLU layer fed by a
+2-dimensional latent has many by construction, issue 22), and a warning
+needs evidence that the run is hurt: while every loss keeps falling
+(`run_improving`), a finding is an `info`, unless the layer is dead as a
+whole (`dead_error_fraction` of its units at the last observation).
+Layers are named by their path (`decoder/dense`).
 
 Example:
 
@@ -31,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from tfguard.diagnose.finding import Finding, fmt
-from tfguard.diagnose.rules.base import first_persistent, onset
+from tfguard.diagnose.rules.base import first_persistent, onset, run_improving
 from tfguard.diagnose.rules.initialization import too_wide
 from tfguard.diagnose.signals import MissingSignals, Series, Signals
 from tfguard.diagnose.thresholds import Thresholds
@@ -87,6 +93,7 @@ def dead_relu(signals: Signals, thresholds: Thresholds) -> list[Finding]:
                 "zero-gradient fractions (zero_grad_fraction/<layer>)"
             )
     findings = []
+    improving = run_improving(signals, thresholds)
     for name, s, start in _persistent_layers(layers, limit, thresholds.persistence):
         tail = s.values[start:]
         tail = tail[np.isfinite(tail)]
@@ -94,14 +101,23 @@ def dead_relu(signals: Signals, thresholds: Thresholds) -> list[Finding]:
         severity = "error" if final >= thresholds.dead_error_fraction else "warning"
         what = "units are <= 0 for whole batches" if source == "dead_fraction" else \
             "gradient entries are exactly zero"
+        path = signals.layer_path(name)
+        message = (f"{fmt(100 * median)}% of layer '{path}' {what} (threshold {fmt(100 * limit)}%), "
+                   f"{fmt(100 * final)}% at the last observation.")
+        evidence = {source: median, "final": final, "observations": len(tail)}
+        if improving and (source == "zero_grad_fraction" or final < thresholds.dead_error_fraction):
+            # a warning needs evidence that the run is hurt: with every loss still falling, some
+            # silent units (or zero gradient entries, which a wide layer fed by a narrow one has
+            # by construction) are a remark; a layer dead as a whole stays an error
+            severity = "info"
+            evidence["run_improving"] = 1
+            message += " The run is not hurt (its losses keep falling): a remark, not a warning."
         findings.append(Finding(
-            "dead_relu", severity,
-            f"{fmt(100 * median)}% of layer '{name}' {what} (threshold {fmt(100 * limit)}%), "
-            f"{fmt(100 * final)}% at the last observation.",
-            where=name, **_at(signals, s, start),
-            evidence={source: median, "final": final, "observations": len(tail)},
+            "dead_relu", severity, message,
+            where=path, **_at(signals, s, start),
+            evidence=evidence,
             suggestion=("Lower the learning rate, use LeakyReLU/ELU/GELU in "
-                        f"'{name}', He initialization with zero biases, or BatchNormalization "
+                        f"'{path}', He initialization with zero biases, or BatchNormalization "
                         "before the activation."),
         ))
     return findings
@@ -146,10 +162,10 @@ def saturated_activation(signals: Signals, thresholds: Thresholds) -> list[Findi
                    f"(std {fmt(he)}).")
         findings.append(Finding(
             "saturated_activation", "warning",
-            f"{fmt(100 * median)}% of the pre-activations of layer '{name}' ({act}) lie outside "
+            f"{fmt(100 * median)}% of the pre-activations of layer '{signals.layer_path(name)}' ({act}) lie outside "
             f"+-5 (threshold {fmt(100 * thresholds.saturated_fraction)}%), where the gradient is "
             "nearly zero." + why,
-            where=name, **_at(signals, s, start),
+            where=signals.layer_path(name), **_at(signals, s, start),
             evidence=evidence,
             suggestion=("Normalize the inputs, use Glorot initialization with a smaller scale, "
                         f"add BatchNormalization before '{name}', or use ReLU-family activations."),

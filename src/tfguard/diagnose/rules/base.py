@@ -213,14 +213,47 @@ def require_epochs(curve: Series | None, tag: str, thresholds: Thresholds) -> Se
     return curve
 
 
+#: Loss names of adversarial training (a GAN's two players do not fall together by design)
+#: and of regularizers (a VAE's KL term rises from zero as the latent starts to carry
+#: information): not judged as training losses of their own.
+_ADVERSARIAL = ("d_", "g_", "disc", "gen", "critic", "adv")
+_REGULARIZER = ("kl", "reg", "penalty", "gp")
+
+
+def own_losses(signals: Signals) -> list[str]:
+    """The model's own loss names to judge as training losses, when it logs no `loss`.
+
+    Example:
+
+    >>> from tfguard.diagnose import Signals
+    >>> s = Signals.from_arrays({"train/total_loss": (None, [3.0, 2.0]),
+    ...                          "train/kl_loss": (None, [0.1, 0.5]),
+    ...                          "train/reconstruction_loss": (None, [2.9, 1.5])})
+    >>> own_losses(s)
+    ['total_loss']
+    """
+    if signals.series(tags.train("loss")) is not None:
+        return []
+    names = [tags.metric_name(t) for t in signals.scalars
+             if t.startswith("train/") and t.endswith("loss") and signals.series(t) is not None]
+    totals = [n for n in names if "total" in n]
+    if totals:
+        return totals[:1]
+    return [n for n in names
+            if not n.startswith(_ADVERSARIAL) and not any(w in n for w in _REGULARIZER)]
+
+
 def run_improving(signals: Signals, thresholds: Thresholds) -> bool:
     """Whether the run shows no harm: every loss finite and falling, validation still improving.
 
     The principle behind every warning (issue 22): a symptom needs evidence
-    that the run is hurt, or will be. A run is improving when its epoch-level
-    training losses (`train/loss` and any model-own `train/*loss`) are
-    finite and end at least `nl_min_drop` below where they started, and its
-    validation loss, when logged, ends within `overfit_rise` of its best.
+    that the run is hurt, or will be. A run is improving when every logged
+    loss is finite, its epoch-level training loss (`train/loss`, else the
+    model's own losses, `own_losses`) ends at least `nl_min_drop` below
+    where it started (`train/loss`: below the loss before training,
+    `initial_loss`) and never rises by `osc_rise_rel` from one epoch to the next,
+    and its validation loss, when logged, ends `nl_min_drop` below its first
+    epoch and within `overfit_rise` of its best.
 
     Example:
 
@@ -229,22 +262,27 @@ def run_improving(signals: Signals, thresholds: Thresholds) -> bool:
     >>> run_improving(s, Thresholds())
     True
     """
-    curves = [finite_epoch_curve(signals, tag) for tag in signals.scalars
-              if tag.startswith("train/") and tag.endswith("loss")]
+    tags_ = [tags.train(name) for name in (own_losses(signals) or ["loss"])]
     raw = [signals.series(tag) for tag in signals.scalars
            if tag.startswith(("train/", "val/", "batch/")) and tag.endswith("loss")]
     if any(s is not None and not np.isfinite(s.values).all() for s in raw):
         return False
-    curves = [c for c in curves if c is not None and len(c) >= 2]
+    curves = {tag: finite_epoch_curve(signals, tag) for tag in tags_}
+    curves = {tag: c for tag, c in curves.items() if c is not None and len(c) >= 2}
     if not curves:
         return False
-    for c in curves:
-        start, end = float(c.values[0]), float(c.values[-1])
-        if end > start - thresholds.nl_min_drop * abs(start):
+    for tag, c in curves.items():
+        # from the loss before training (the first batches, or chance) where it is known
+        start = initial_loss(signals, c)[0] if tag == tags.train("loss") else float(c.values[0])
+        if float(c.values[-1]) > start - thresholds.nl_min_drop * abs(start):
             return False
+        if np.any(np.diff(c.values) > thresholds.osc_rise_rel * np.abs(c.values[:-1])):
+            return False  # a loss that jumps back up between epochs is not steadily improving
     val = finite_epoch_curve(signals, tags.val("loss"))
     if val is not None and len(val) >= 2:
-        best = float(np.min(val.values))
-        if float(val.values[-1]) > best + thresholds.overfit_rise * abs(best):
+        best, first, final = float(np.min(val.values)), float(val.values[0]), float(val.values[-1])
+        if final > best + thresholds.overfit_rise * abs(best):
             return False
+        if final > first - thresholds.nl_min_drop * abs(first):
+            return False  # validation has not improved since its first epoch
     return True

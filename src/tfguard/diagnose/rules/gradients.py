@@ -35,7 +35,7 @@ from tfguard import tags
 from tfguard.diagnose.finding import Finding, fmt
 from tfguard.diagnose.rules.base import baseline, first_persistent, onset, run_improving
 from tfguard.diagnose.rules.initialization import growth_before_death, growth_text, initialization
-from tfguard.diagnose.signals import MissingSignals, Series, Signals, missing
+from tfguard.diagnose.signals import MissingSignals, Series, Signals, death_point, missing
 from tfguard.diagnose.thresholds import Thresholds
 
 
@@ -77,15 +77,13 @@ def exploding_gradient(signals: Signals, thresholds: Thresholds) -> list[Finding
     Raises:
         MissingSignals: without gradient norms and without a too-wide initializer.
     """
-    from tfguard.diagnose.engine import death_point  # the engine imports the rules
-
     death = death_point(signals)
     alive = signals.truncated(*death) if death is not None else signals
     growth = growth_before_death(alive, death[0] if death is not None else None, thresholds)
     found = initialization(signals, thresholds, growth)
     if found:
         return found
-    found = _growth(alive, thresholds)
+    found = _growth(signals, thresholds)
     if found and found[0].severity == "warning" and run_improving(signals, thresholds):
         f = found[0]
         found = [dataclasses.replace(
@@ -98,7 +96,8 @@ def exploding_gradient(signals: Signals, thresholds: Thresholds) -> list[Finding
         "exploding_gradient", "error", growth_text(growth)[0].upper() + growth_text(growth)[1:] + ".",
         where=None if growth["layer"] == "global" else growth["layer"],
         onset_step=growth["from_step"], onset_epoch=signals.epoch_of(growth["from_step"]),
-        evidence={"code": "before_nonfinite", **{k: v for k, v in growth.items() if k != "layer"}},
+        evidence={"code": "before_nonfinite",
+                  **{f"growth_{k}": v for k, v in growth.items() if k != "layer"}},
         suggestion=("Lower the learning rate (try 10x smaller), clip gradients "
                     "(`clipnorm=1.0`), and check the weight initialization."),
     )]
@@ -144,13 +143,13 @@ def _growth(signals: Signals, thresholds: Thresholds) -> list[Finding]:
         # earliest onset, a layer rather than the global norm, then the largest growth
         hits.sort(key=lambda h: (h[0], not h[1], -h[6] / h[5]))
         _, _, name, s, start, base, peak = hits[0]
-        where = None if name == "global" else name
+        where = None if name == "global" else signals.layer_path(name)
         evidence = {"baseline_norm": base, "norm_at_onset": float(s.values[start]),
                     "peak_norm": peak, "growth": peak / base,
                     "layers_exploding": sum(1 for h in hits if h[1])}
         went_nonfinite = bool((~np.isfinite(s.values[start:])).any())
         at = onset(s, start)
-        label = f"layer '{name}'" if where else "the global gradient"
+        label = f"layer '{where}'" if where else "the global gradient"
         message = (
             f"the gradient norm of {label} grew {fmt(peak / base)}x over its early median "
             f"{fmt(base)} (to {fmt(peak)}), starting at "
@@ -159,10 +158,10 @@ def _growth(signals: Signals, thresholds: Thresholds) -> list[Finding]:
         )
     else:
         step, name, s, start, ratio = ratio_hit
-        where, went_nonfinite = name, False
+        where, went_nonfinite = signals.layer_path(name), False
         evidence = {"first_last_ratio": ratio, "norm_at_onset": float(s.values[start])}
         at = onset(s, start)
-        message = (f"the gradient norm of the first layer '{name}' is {fmt(ratio)}x the last "
+        message = (f"the gradient norm of the first layer '{where}' is {fmt(ratio)}x the last "
                    f"layer's (above {fmt(thresholds.explode_ratio)}) from step {step}.")
     if at["onset_epoch"] is None:
         at["onset_epoch"] = signals.epoch_of(at["onset_step"])
@@ -246,7 +245,8 @@ def vanishing_gradient(signals: Signals, thresholds: Thresholds) -> list[Finding
         severity = "info"
         message += f" Explained by the dead layer '{dead}' (see dead_relu)."
     return [Finding(
-        "vanishing_gradient", severity, message, where=names[0], evidence=evidence, **at,
+        "vanishing_gradient", severity, message, where=signals.layer_path(names[0]),
+        evidence=evidence, **at,
         suggestion=("Use ReLU-family activations in hidden layers (sigmoid/tanh shrink "
                     "gradients at every layer), He initialization, BatchNormalization, or "
                     "residual connections; make the network shallower."),
