@@ -29,7 +29,9 @@ def verdict(program, result) -> dict:
     row = {"program": program.name, "cause": program.cause or "-", "first": ids[0] if ids else "-",
            "found": ",".join(dict.fromkeys(ids)) or "-", "exit": result.exit_code,
            "state": ",".join(dict.fromkeys(d.status.get("state", "?") for d in result.diagnoses)) or "-",
-           "item": T.ITEMS.get(program.name, "")}
+           "item": T.ITEMS.get(program.name, ""),
+           "skipped": max((len(d.rules_skipped) for d in result.diagnoses), default=0),
+           "rules": max((len(d.rules_skipped) + len(d.rules_run) for d in result.diagnoses), default=0)}
     if program.cause is None:
         row["ok"] = not ids and result.exit_code == 0 and bool(result.diagnoses)
         row["verdict"] = (("healthy" if row["state"] == "completed" else f"no alarm ({row['state']})")
@@ -71,7 +73,8 @@ def main(argv: list[str]) -> int:
             row["seconds"] = time.perf_counter() - start
             rows.append(row)
             print(f"{row['program']:36s} {row['cause']:24s} {row['first']:24s} {row['verdict']:18s} "
-                  f"{row['state']:16s} {row['seconds']:5.1f}s  [{row['found']}]", flush=True)
+                  f"{row['state']:16s} {row['skipped']:2d}/{row['rules']} not run "
+                  f"{row['seconds']:5.1f}s  [{row['found']}]", flush=True)
     buggy = [r for r in rows if r["cause"] != "-"]
     healthy = [r for r in rows if r["cause"] == "-"]
     detected = sum(r["detected"] for r in buggy)
@@ -79,6 +82,8 @@ def main(argv: list[str]) -> int:
     alarms = sum(not r["ok"] for r in healthy)
     print(f"\nbuggy: {detected}/{len(buggy)} detected, root cause first in {first}/{detected or 1} "
           f"detected; healthy: {alarms}/{len(healthy)} false alarms")
+    worst = max((r["skipped"] for r in healthy), default=0)
+    print(f"healthy runs: at most {worst} rules could not run")
     if table:
         print("\n" + markdown(rows))
     return 0

@@ -17,6 +17,18 @@ measured on tfguard's own buggy and healthy training programs
 - "tfguard: measured": chosen on tests/diagnose cases so that every buggy
   program is detected and no healthy program raises a warning.
 
+A warning needs evidence that the run is hurt, or will be (issue 22). A
+symptom seen while every loss keeps falling and validation keeps improving
+(`tfguard.diagnose.rules.base.run_improving`) needs stronger evidence than
+one seen on a stalled run: there, exploding-gradient growth and dead or
+zero-gradient units (short of a layer dead as a whole) are reported as
+`info`, and a too-wide initializer or a learning rate far above its
+default is reported only with the harm it does (a first loss far above
+chance, a NaN, dead ReLUs, oscillation). The published thresholds below
+keep their sources; this gate is tfguard's, measured on the user-shaped
+programs (`tests/diagnose/measure_user_programs.py`: 0 false alarms on the
+healthy half).
+
 Example:
 
 >>> from tfguard.diagnose import Thresholds
@@ -82,11 +94,15 @@ class Thresholds:
             whole batch above which the layer is dying. DeepDiagnosis (dead
             node at 70 %), AUTOTRAINER `gamma`. Defaults to `0.7`.
         dead_error_fraction: above this fraction the layer is dead and the
-            finding is an error (nothing flows through it). tfguard:
-            measured. Defaults to `0.99`.
+            finding is an error (nothing flows through it). While the run
+            keeps improving, only a layer this dead stays a warning or error;
+            fewer dead units are an info. tfguard: measured. Defaults to `0.99`.
         zero_grad_fraction: fraction of a layer's gradient entries that are
             exactly zero above which ReLUs are dying (used when no activation
-            statistics were logged). AUTOTRAINER `gamma`. Defaults to `0.7`.
+            statistics were logged). AUTOTRAINER `gamma`. Zero entries are
+            not dead units (a wide ReLU layer fed by a 2-d latent has 77 % by
+            construction, issue 22): while the run keeps improving this is
+            an info. Defaults to `0.7`.
         saturated_fraction: fraction of a sigmoid/tanh layer's
             pre-activations outside +-5 above which it is saturated.
             DeepDiagnosis. Defaults to `0.5`.

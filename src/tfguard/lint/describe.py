@@ -129,10 +129,12 @@ def describe_initializer(layer) -> dict | None:
         std = 0.8796 * float(config.get("stddev", 0.05))
     elif cls == "RandomUniform":
         std = (float(config.get("maxval", 0.05)) - float(config.get("minval", -0.05))) / 12 ** 0.5
-    elif "scale" in config and "mode" in config and fan_in:
+    elif isinstance(getattr(init, "scale", None), (int, float)) and getattr(init, "mode", None) and fan_in:
+        # the VarianceScaling family keeps its scale and mode as attributes (Glorot's config
+        # holds only the seed)
         n = {"fan_in": fan_in, "fan_out": fan_out,
-             "fan_avg": (fan_in + (fan_out or fan_in)) / 2}.get(config["mode"], fan_in)
-        std = (float(config["scale"]) / max(n, 1)) ** 0.5
+             "fan_avg": (fan_in + (fan_out or fan_in)) / 2}.get(init.mode, fan_in)
+        std = (float(init.scale) / max(n, 1)) ** 0.5
     shown = {k: v for k, v in config.items() if k in ("stddev", "minval", "maxval", "scale")}
     text = cls + (f"({', '.join(f'{k}={v:g}' for k, v in shown.items())})"
                   if shown and cls in ("RandomNormal", "TruncatedNormal", "RandomUniform") else "")
