@@ -236,6 +236,11 @@ def test_a_wgan_gp_with_its_own_step_is_looked_at_and_healthy(tmp_path):
     (d,) = result.diagnoses
     assert d.status["state"] == "completed" and d.healthy
     assert {"exploding_gradient", "dead_relu", "unnormalized_input"} <= set(d.rules_run)
+    # the signals of a custom step, per optimizer where there are several
+    assert {"grad_norm/global", "optimizer/grad_norm/critic", "optimizer/grad_norm/generator",
+            "batch/d_loss", "batch/g_loss"} <= set(d.signals.scalars)
+    layers = [t[len("grad_norm/"):] for t in d.signals.scalars if t.startswith("grad_norm/")]
+    assert all(name.startswith(("critic/", "generator/")) for name in layers if name != "global")
 
 
 # -- root cause first --------------------------------------------------------------------------------

@@ -37,7 +37,12 @@ from __future__ import annotations
 import numpy as np
 
 from tfguard.diagnose.finding import Finding, fmt
-from tfguard.diagnose.rules.base import first_persistent, onset, run_improving
+from tfguard.diagnose.rules.base import (
+    first_persistent,
+    onset,
+    remark_when_improving,
+    run_improving,
+)
 from tfguard.diagnose.rules.initialization import too_wide
 from tfguard.diagnose.signals import MissingSignals, Series, Signals
 from tfguard.diagnose.thresholds import Thresholds
@@ -170,4 +175,4 @@ def saturated_activation(signals: Signals, thresholds: Thresholds) -> list[Findi
             suggestion=("Normalize the inputs, use Glorot initialization with a smaller scale, "
                         f"add BatchNormalization before '{name}', or use ReLU-family activations."),
         ))
-    return findings
+    return remark_when_improving(findings, signals, thresholds)

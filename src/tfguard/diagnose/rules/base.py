@@ -286,3 +286,19 @@ def run_improving(signals: Signals, thresholds: Thresholds) -> bool:
         if final > first - thresholds.nl_min_drop * abs(first):
             return False  # validation has not improved since its first epoch
     return True
+
+
+def remark_when_improving(findings: list[Finding], signals: Signals,
+                          thresholds: Thresholds) -> list[Finding]:
+    """Warnings become `info` remarks while the run keeps improving (`run_improving`).
+
+    A symptom seen while every loss keeps falling and validation keeps
+    improving has no evidence that it hurts the run: it is reported, as a
+    remark, with `evidence["run_improving"] = 1`. Errors stay errors.
+    """
+    if not any(f.severity == "warning" for f in findings) or not run_improving(signals, thresholds):
+        return findings
+    return [dataclasses.replace(
+        f, severity="info", evidence={**f.evidence, "run_improving": 1},
+        message=f.message.rstrip() + " The run is not hurt (its losses keep falling): a remark, "
+        "not a warning.") if f.severity == "warning" else f for f in findings]

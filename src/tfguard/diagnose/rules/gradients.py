@@ -33,7 +33,13 @@ import numpy as np
 
 from tfguard import tags
 from tfguard.diagnose.finding import Finding, fmt
-from tfguard.diagnose.rules.base import baseline, first_persistent, onset, run_improving
+from tfguard.diagnose.rules.base import (
+    baseline,
+    first_persistent,
+    onset,
+    remark_when_improving,
+    run_improving,
+)
 from tfguard.diagnose.rules.initialization import growth_before_death, growth_text, initialization
 from tfguard.diagnose.signals import MissingSignals, Series, Signals, death_point, missing
 from tfguard.diagnose.thresholds import Thresholds
@@ -244,10 +250,10 @@ def vanishing_gradient(signals: Signals, thresholds: Thresholds) -> list[Finding
         # a dead ReLU layer blocks every gradient below it: that is the cause
         severity = "info"
         message += f" Explained by the dead layer '{dead}' (see dead_relu)."
-    return [Finding(
+    return remark_when_improving([Finding(
         "vanishing_gradient", severity, message, where=signals.layer_path(names[0]),
         evidence=evidence, **at,
         suggestion=("Use ReLU-family activations in hidden layers (sigmoid/tanh shrink "
                     "gradients at every layer), He initialization, BatchNormalization, or "
                     "residual connections; make the network shallower."),
-    )]
+    )], signals, thresholds)
