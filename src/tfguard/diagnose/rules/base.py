@@ -294,11 +294,17 @@ def remark_when_improving(findings: list[Finding], signals: Signals,
 
     A symptom seen while every loss keeps falling and validation keeps
     improving has no evidence that it hurts the run: it is reported, as a
-    remark, with `evidence["run_improving"] = 1`. Errors stay errors.
+    remark, with `evidence["run_improving"] = 1`. Errors stay errors, and so
+    does a finding whose cause is a configuration error of its own (a
+    kernel initializer far too wide, `evidence["code"] == "initialization"`):
+    a run that learns despite it still learns worse.
     """
-    if not any(f.severity == "warning" for f in findings) or not run_improving(signals, thresholds):
+    def soft(f: Finding) -> bool:
+        return f.severity == "warning" and f.evidence.get("code") != "initialization"
+
+    if not any(soft(f) for f in findings) or not run_improving(signals, thresholds):
         return findings
     return [dataclasses.replace(
         f, severity="info", evidence={**f.evidence, "run_improving": 1},
         message=f.message.rstrip() + " The run is not hurt (its losses keep falling): a remark, "
-        "not a warning.") if f.severity == "warning" else f for f in findings]
+        "not a warning.") if soft(f) else f for f in findings]
