@@ -8,14 +8,21 @@ by `python -m tests.diagnose.measure_user_programs`.
 
 from __future__ import annotations
 
+import io
+
 import keras
 import numpy as np
 import pytest
+from rich.console import Console
 
 from tfguard.diagnose import Signals, Thresholds, diagnose
+from tfguard.diagnose.causes import by_measured_fix
+from tfguard.diagnose.report_html import render_html
+from tfguard.diagnose.report_terminal import render_run
 from tfguard.diagnose.rules.activations import dead_relu
 from tfguard.diagnose.rules.contract import loss_activation_mismatch
 from tfguard.diagnose.rules.gradients import exploding_gradient
+from tfguard.findings import Finding
 from tfguard.lint.lookup import input_uses
 
 from . import user_programs as U
@@ -216,6 +223,15 @@ def test_a_run_most_rules_could_not_read_has_little_evidence_never_healthy():
     assert "gradient norms" in d.status["missing"] and "little evidence" in d.status["text"]
 
 
+def test_little_evidence_is_what_the_reports_say():
+    d = diagnose(Signals.from_arrays({"train/d_loss": (None, [0.7, 0.6, 0.6, 0.5])}))
+    console = Console(record=True, width=300, file=io.StringIO())
+    render_run(d, console)
+    text = console.export_text()
+    assert "little evidence" in text and "healthy" not in text.replace("not called healthy", "")
+    assert "little evidence" in render_html([d])
+
+
 def test_a_models_own_losses_are_judged_as_losses():
     flat = {"train/total_loss": (None, [45.2, 45.2, 45.2, 45.2, 45.2]),
             "train/kl_loss": (None, [0.0, 0.4, 0.9, 1.2, 1.4])}  # a KL term rises by design
@@ -244,6 +260,20 @@ def test_a_wgan_gp_with_its_own_step_is_looked_at_and_healthy(tmp_path):
 
 
 # -- root cause first --------------------------------------------------------------------------------
+def test_the_measured_winner_of_try_fixes_decides_the_order():
+    findings = [Finding("dead_relu", "warning", "dead.", where="dense", onset_step=5),
+                Finding("oscillating_loss", "warning", "swings.", onset_step=80)]
+    trials = [{"finding": "dead_relu", "where": "dense", "verdict": "no better", "before": 0.65,
+               "after": 0.64, "change": "he_normal"},
+              {"finding": "oscillating_loss", "where": None, "verdict": "improved", "before": 0.65,
+               "after": 0.09, "change": "SGD learning_rate 0.5 -> 0.05"}]
+    ordered = by_measured_fix(findings, trials)
+    assert [f.id for f in ordered] == ["oscillating_loss", "dead_relu"]
+    assert ordered[0].evidence["measured_fix"] == "SGD learning_rate 0.5 -> 0.05"
+    assert by_measured_fix(findings, trials[:1]) == findings  # nothing measured better: as it was
+
+
+
 @pytest.mark.parametrize("name", ["sgd_momentum_batch_size_one", "softmax_on_regression_target"])
 def test_the_root_cause_comes_first(tmp_path, name):
     alarms = _first(tmp_path, name)
