@@ -322,6 +322,20 @@ model.compile(optimizer=keras.optimizers.SGD(0.05), loss="sparse_categorical_cro
 model.fit(images, digits_y, epochs=4, batch_size=32, verbose=0)
 """, also=("nonfinite", "learning_rate", "dead_relu", "no_learning", "exploding_gradient",
            "oscillating_loss")),
+    UserProgram("raw_pixels_subclassed_cnn", "unnormalized_input", """
+class Net(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.conv = keras.layers.Conv2D(16, 3, activation="relu")
+        self.flat = keras.layers.Flatten()
+        self.out = keras.layers.Dense(10, activation="softmax")
+    def call(self, x):
+        return self.out(self.flat(self.conv(x)))
+model = Net()
+model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+model.fit((digits_x * 16).reshape(-1, 8, 8, 1), digits_y, epochs=4, batch_size=32, verbose=0)
+""", also=("nonfinite", "learning_rate", "dead_relu", "no_learning", "exploding_gradient",
+           "oscillating_loss", "slow_convergence")),
     UserProgram("relu_layer_dead_by_bias", "dead_relu", """
 model = keras.Sequential([keras.Input((64,)), keras.layers.Rescaling(1 / 16),
                           keras.layers.Dense(512, activation="relu",
@@ -346,7 +360,7 @@ ITEMS = {
     "deep_relu_init_goes_nan": "6",
     "wgan_gp": "7", "vae_optimizer_barely_moves": "7",
     "sgd_momentum_batch_size_one": "root", "softmax_on_regression_target": "root",
-    "raw_pixels_cnn": "root", "batchnorm_cnn": "healthy", "batchnorm_tabular_mlp": "healthy",
+    "raw_pixels_cnn": "root", "raw_pixels_subclassed_cnn": "root", "batchnorm_cnn": "healthy", "batchnorm_tabular_mlp": "healthy",
 }
 
 __all__ = ["BUGGY", "HEALTHY", "ITEMS"]
