@@ -253,7 +253,7 @@ def classify_values(values: np.ndarray) -> str | None:
     # zeros and ones; rows summing to 1, or an exact 1.0 among values in [0, 1], are not a ReLU's
     if high <= 1.0 and values.shape[-1] > 1 and np.allclose(values.sum(axis=-1), 1.0, atol=1e-3):
         return "softmax"
-    if np.any(values == 0) and not (high == 1.0):
+    if np.any(values == 0) and high != 1.0:
         return "relu"
     if high <= 1.0 and values.shape[-1] == 1 and np.allclose(values, 1.0, atol=1e-3):
         return "softmax"  # a softmax over one unit is always 1
