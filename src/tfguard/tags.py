@@ -172,6 +172,11 @@ def grad_norm(layer: str) -> str:
     return f"grad_norm/{layer}"
 
 
+def optimizer_grad_norm(optimizer: str) -> str:
+    """L2 norm of all gradients one optimizer applied in a step (a GAN's critic and generator apart)."""
+    return f"optimizer/grad_norm/{optimizer}"
+
+
 def weight_norm(layer: str) -> str:
     """L2 norm of one layer's trainable variables."""
     return f"weight_norm/{layer}"

@@ -57,7 +57,8 @@ def test_tfguard_layout_round_trip(tmp_path):
     assert s.lint[0]["message"] == "no shuffle"
     (d,) = diagnose_logdir(tmp_path)
     found = {f.id: f for f in d.findings}
-    assert found["dead_relu"].where == "dense" and found["dead_relu"].onset_step == 1
+    # named by its path, as the gradient tags know it (issue 22)
+    assert found["dead_relu"].where == "sequential/dense" and found["dead_relu"].onset_step == 1
     assert found["pipeline_order"].message == "static check: no shuffle"
     assert d.metrics["val/accuracy"]["best"] == pytest.approx(0.8)
     assert d.metrics["val/accuracy"]["best_epoch"] == 3

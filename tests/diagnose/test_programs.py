@@ -92,7 +92,8 @@ def test_onsets_are_early_and_ordered(offline):
     nan = offline["nonfinite"].by_id("nonfinite")[0]
     assert nan.severity == "error" and nan.onset_step <= 7 and nan.onset_epoch == 0
     # after the run died, no other rule reads its NaN statistics; the cause comes first
-    assert offline["nonfinite"].ids == ["learning_rate", "nonfinite"]
+    # the growth before the NaN is told between its cause and the NaN (issue 22)
+    assert offline["nonfinite"].ids == ["learning_rate", "exploding_gradient", "nonfinite"]
     assert nan.cause == ("learning_rate", None) and "SGD's learning rate is 0.05" in nan.message
     label = offline["label_range"].by_id("label_range")[0]
     assert label.onset_step == 1 and label.evidence["label_min"] == -1.0

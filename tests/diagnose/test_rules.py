@@ -134,12 +134,17 @@ def test_vanishing_needs_two_layers():
         vanishing_gradient(signals({"grad_norm/dense": (STEPS, np.ones(100))}), TH)
 
 
-def test_layers_keyed_by_variable_path_are_named_as_the_model_says():
+def test_layers_keyed_by_variable_path_are_named_by_their_path():
+    # issue 22: 'dense' of an encoder or of a decoder? A finding names the layer by its path
+    # (the model's own name left out); the model description still orders them
     first = np.full(100, 1e-7)
     s = signals({"grad_norm/sequential/dense": (STEPS, first),
                  "grad_norm/sequential/out": (STEPS, np.ones(100))}, model=model())
     (f,) = vanishing_gradient(s, TH)
-    assert f.where == "dense"
+    assert f.where == "sequential/dense"
+    s = signals({"grad_norm/m/dense": (STEPS, first),
+                 "grad_norm/m/out": (STEPS, np.ones(100))}, model=model())
+    assert vanishing_gradient(s, TH)[0].where == "dense"
 
 
 # -- activations ---------------------------------------------------------------------------

@@ -2,6 +2,7 @@ import json
 
 import keras
 import numpy as np
+import pytest
 
 from tfguard.lint.describe import describe_model
 
@@ -41,14 +42,18 @@ def test_uncompiled_functional_has_none_fields():
     assert d["name"] == "cnn" and d["class"] == "Functional"
     assert d["input_shape"] == [None, 28, 28, 1]
     assert d["loss"] == {"name": None, "class": None, "from_logits": None}
-    assert d["optimizer"] == {"class": None, "learning_rate": None}
+    assert d["optimizer"] == {"class": None, "learning_rate": None, "momentum": None}
     assert d["layers"][0] == {
         "name": d["layers"][0]["name"],
         "class": "Conv2D",
         "activation": "relu",
         "units": 4,
         "params": 40,
+        # glorot_uniform for a 3x3x1 -> 4 kernel: fan_in 9, fan_out 36
+        "initializer": {"class": "GlorotUniform", "std": pytest.approx((2 / 45) ** 0.5),
+                        "text": "GlorotUniform", "fan_in": 9},
     }
+    assert d["inputs"][0]["use"] == "numeric"
     assert "outputs" not in d
 
 

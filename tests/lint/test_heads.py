@@ -106,6 +106,10 @@ def test_subclassed_built_is_probed_unbuilt_is_a_guess():
         ([[0.0, 2.0, 0.5]], "relu"),
         ([[-1.0, 2.0, 0.5]], "linear"),
         ([[1.0], [1.0]], "softmax"),
+        # saturated (raw inputs, huge weights: issue 22): exact zeros are not a ReLU's
+        ([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]], "softmax"),
+        ([[0.0, 1.0, 0.3]], "sigmoid"),
+        ([[0.0, 0.4, 0.7]], "relu"),
         ([[3.0, 2.0]], None),
         ([[np.nan, 1.0]], None),
     ],

@@ -81,6 +81,12 @@ DEFAULT_POLICY = "warn"
 EVENT_LINES = 3  # guard events announced through `progress` per run
 _ACTIVE = threading.Lock()  # one session at a time: keras.Model.fit is process-wide
 
+DENSE_STEPS = 20
+"""Under `tfguard run`, the live diagnosis and the logger observe each of a fit's first 20
+steps (then every 10): a run that explodes within a few steps (a far too wide initializer:
+NaN at step 4) shows its growth only step by step (issue 22). Both observe the same steps,
+so the live and the offline diagnosis agree."""
+
 
 @dataclasses.dataclass
 class FitRecord:
@@ -444,7 +450,7 @@ class AttachSession:
         own_live = live is None
         if own_live:
             if state.live is None:
-                state.live = LiveDiagnosis(run=record.run, hparams=hparams,
+                state.live = LiveDiagnosis(run=record.run, hparams=hparams, dense_steps=DENSE_STEPS,
                                            on_finding=self._finding_announcer(record))
             live = state.live
             callbacks.append(live)
@@ -460,6 +466,7 @@ class AttachSession:
             else:
                 try:  # the session names the run: the logger writes into run_dir itself
                     logger = state.logger = Logger(run_dir, hparams=hparams, run_subdir=False)
+                    logger.dense_steps = DENSE_STEPS
                 except (TypeError, ValueError, TfguardError) as error:
                     record.notes.append(f"the logger could not be created: {error}")
                 else:

@@ -32,8 +32,8 @@ import dataclasses
 from tfguard.findings import Finding, fmt, severity_rank
 
 #: Data and configuration problems, in the order they are listed (first: most fundamental).
-CAUSES = ("label_range", "loss_activation_mismatch", "unnormalized_input", "learning_rate",
-          "pipeline_order", "python_in_pipeline")
+CAUSES = ("label_range", "loss_activation_mismatch", "unnormalized_input", "initialization",
+          "learning_rate", "pipeline_order", "python_in_pipeline")
 
 #: What each cause can produce.
 EXPLAINS = {
@@ -45,10 +45,30 @@ EXPLAINS = {
                            "no_learning", "slow_convergence", "oscillating_loss"},
     "learning_rate": {"nonfinite", "exploding_gradient", "dead_relu", "saturated_activation",
                       "no_learning", "slow_convergence", "oscillating_loss"},
+    "initialization": {"nonfinite", "exploding_gradient", "dead_relu", "saturated_activation",
+                       "vanishing_gradient", "no_learning", "slow_convergence", "oscillating_loss",
+                       "learning_rate"},
     "pipeline_order": {"oscillating_loss", "no_learning", "slow_convergence"},
     "python_in_pipeline": {"input_bound"},
 }
 _LOW_RATE_EXPLAINS = {"no_learning", "slow_convergence", "vanishing_gradient"}
+
+#: What a training symptom can produce in turn: listed after it when it started no later.
+SYMPTOM_EXPLAINS = {
+    "exploding_gradient": {"nonfinite", "oscillating_loss", "no_learning", "dead_relu",
+                           "saturated_activation"},
+    "oscillating_loss": {"no_learning", "slow_convergence"},
+    "dead_relu": {"vanishing_gradient", "no_learning", "slow_convergence"},
+    "saturated_activation": {"vanishing_gradient", "no_learning", "slow_convergence"},
+    "vanishing_gradient": {"no_learning", "slow_convergence"},
+}
+
+
+def kind(finding: Finding) -> str:
+    """The finding's place in the cause order: its id, or `"initialization"` for a too-wide initializer."""
+    if finding.evidence.get("code") == "initialization":
+        return "initialization"
+    return finding.id
 
 
 def because(cause: Finding) -> str:
@@ -70,17 +90,56 @@ def because(cause: Finding) -> str:
         return "labels are out of range"
     if cause.id == "loss_activation_mismatch":
         return "the loss does not fit the output activation"
+    if kind(cause) == "initialization":
+        where = f" of '{cause.where}'" if cause.where else ""
+        return f"the initializer{where} ({e.get('initializer', 'its kernel initializer')}) is far too wide"
     if cause.id == "pipeline_order":
         return "batches arrive unshuffled"
+    if cause.id == "exploding_gradient":
+        return "the gradients exploded" + (f" in layer '{cause.where}'" if cause.where else "")
+    if cause.id == "oscillating_loss":
+        return "the loss oscillates"
+    if cause.id == "dead_relu":
+        return f"layer '{cause.where}' is dead" if cause.where else "ReLU layers are dead"
     if cause.id == "python_in_pipeline":
         return "a pipeline stage runs Python"
     return cause.id.replace("_", " ")
 
 
 def _explains(cause: Finding, symptom: Finding) -> bool:
+    if kind(cause) == "initialization":
+        return symptom is not cause and (
+            symptom.id in EXPLAINS["initialization"]
+            and not (symptom.id == "learning_rate" and symptom.evidence.get("direction") == "low"))
+    if cause.id == "loss_activation_mismatch" and symptom.id == "label_range":
+        # a loss that does not fit the task the targets show puts those targets out of its range
+        return bool(cause.evidence.get("explains_labels"))
+    if (cause.id == "loss_activation_mismatch" and cause.severity == "error"
+            and symptom.id == "learning_rate" and symptom.evidence.get("direction") == "low"):
+        return True  # an output that cannot learn (a softmax over 1 unit) gets no updates to make
     if cause.id == "learning_rate" and cause.evidence.get("direction") == "low":
         return symptom.id in _LOW_RATE_EXPLAINS
     return symptom.id in EXPLAINS.get(cause.id, set())
+
+
+def _produces(a: Finding, b: Finding) -> bool:
+    """Symptom `a` can produce symptom `b`, and started no later."""
+    if b.id not in SYMPTOM_EXPLAINS.get(a.id, set()) or a.severity == "info":
+        return False
+    if a.onset_step is not None and b.onset_step is not None:
+        return a.onset_step <= b.onset_step
+    return True
+
+
+def _by_onset(symptoms: list[Finding], rank) -> list[Finding]:
+    """Symptoms in rank order, except that one another symptom produces comes after it."""
+    left, ordered = list(symptoms), []
+    while left:
+        roots = [f for f in left if not any(o is not f and _produces(o, f) for o in left)]
+        pick = min(roots or left, key=rank)
+        ordered.append(pick)
+        left.remove(pick)
+    return ordered
 
 
 def by_cause(findings: list[Finding]) -> list[Finding]:
@@ -89,9 +148,9 @@ def by_cause(findings: list[Finding]) -> list[Finding]:
         onset = f.onset_step if f.onset_step is not None else 2**62
         return (-severity_rank(f.severity), onset)
 
-    symptoms = sorted((f for f in findings if f.id not in CAUSES), key=rank)
+    symptoms = sorted((f for f in findings if kind(f) not in CAUSES), key=rank)
     causes = []
-    for cause in (f for f in findings if f.id in CAUSES):
+    for cause in (f for f in findings if kind(f) in CAUSES):
         if cause.evidence.get("needs_symptom") and cause.severity == "info":
             shown = [s for s in symptoms if s.severity != "info" and _explains(cause, s)]
             if shown:  # a suspect configuration, and training shows what it produces
@@ -100,10 +159,26 @@ def by_cause(findings: list[Finding]) -> list[Finding]:
                     message=f"{cause.message.rstrip('.')}; training shows what it produces "
                             f"({', '.join(dict.fromkeys(s.id for s in shown))}).")
         causes.append(cause)
-    causes.sort(key=lambda f: (CAUSES.index(f.id), rank(f)))
+    causes.sort(key=lambda f: (CAUSES.index(kind(f)), rank(f)))
+    # a cause another cause produces (labels out of the range of a loss that does not fit the
+    # task) is that cause's consequence: listed after it, linked to it
+    # (when two could produce each other, the more fundamental one, first in CAUSES, stays)
+    def demotes(o: Finding, c: Finding) -> bool:
+        return o is not c and o.severity != "info" and _explains(o, c) and (
+            not _explains(c, o) or CAUSES.index(kind(o)) < CAUSES.index(kind(c)))
+
+    produced = [c for c in causes if any(demotes(o, c) for o in causes)]
+    causes = [c for c in causes if c not in produced]
+    # "the learning rate is far too low" is false when nothing could learn anyway (an output
+    # that cannot move gets no updates): such a finding is dropped, not listed as a consequence
+    produced = [c for c in produced
+                if not (c.id == "learning_rate" and c.evidence.get("direction") == "low")]
+    symptoms = _by_onset(sorted(produced + symptoms, key=rank), rank)
     linked = []
     for symptom in symptoms:
         reasons = [c for c in causes if c.severity != "info" and _explains(c, symptom)]
+        if not reasons:  # else the earlier symptom that produced it
+            reasons = [o for o in linked if _produces(o, symptom)][:1]
         if reasons and symptom.cause is None:
             clause = " and ".join(dict.fromkeys(because(c) for c in reasons[:2]))
             message = symptom.message.rstrip()
@@ -114,4 +189,55 @@ def by_cause(findings: list[Finding]) -> list[Finding]:
     return causes + linked
 
 
-__all__ = ["CAUSES", "EXPLAINS", "because", "by_cause"]
+def by_measured_fix(findings: list[Finding], trials) -> list[Finding]:
+    """Where remedies were tried (`--try-fixes`), the finding whose remedy measured best comes first.
+
+    A measured improvement is stronger evidence of the cause than any
+    ordering rule: the finding answered by the trial with the largest
+    relative gain (verdict `"improved"`) moves to the front, its evidence
+    gains `measured_fix` and `measured_gain`; the others keep their order.
+
+    Example:
+
+    >>> from types import SimpleNamespace as T
+    >>> a, b = Finding("dead_relu", "warning", "dead."), Finding("oscillating_loss", "warning", "swings.")
+    >>> trial = T(finding="oscillating_loss", where=None, verdict="improved", before=0.65, after=0.09,
+    ...           change="SGD learning_rate 0.5 -> 0.05")
+    >>> [f.id for f in by_measured_fix([a, b], [trial])]
+    ['oscillating_loss', 'dead_relu']
+
+    Args:
+        findings: the findings in report order.
+        trials: objects (or dicts) with `finding`, `where`, `verdict`, `before`, `after`, `change`.
+
+    Returns:
+        The findings, the measured winner first.
+    """
+    def field(t, name):
+        return t.get(name) if isinstance(t, dict) else getattr(t, name, None)
+
+    best, gain = None, 0.0
+    for t in trials or []:
+        before, after = field(t, "before"), field(t, "after")
+        if field(t, "verdict") != "improved" or not isinstance(before, (int, float)) \
+                or not isinstance(after, (int, float)) or before != before or after != after:
+            continue
+        g = (before - after) / max(abs(before), 1e-12)
+        if g > gain:
+            best, gain = t, g
+    if best is None:
+        return list(findings)
+    match = [f for f in findings if f.id == field(best, "finding")
+             and (field(best, "where") is None or f.where == field(best, "where"))]
+    if not match:
+        return list(findings)
+    winner = match[0]
+    moved = dataclasses.replace(
+        winner, evidence={**winner.evidence, "measured_fix": str(field(best, "change")),
+                          "measured_gain": gain},
+        message=f"{winner.message.rstrip()} Measured: {field(best, 'change')} helped most "
+                f"({fmt(field(best, 'before'))} -> {fmt(field(best, 'after'))}).")
+    return [moved] + [f for f in findings if f is not winner]
+
+
+__all__ = ["CAUSES", "EXPLAINS", "SYMPTOM_EXPLAINS", "because", "by_cause", "by_measured_fix"]

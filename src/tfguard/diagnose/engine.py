@@ -28,7 +28,8 @@ from tfguard import tags
 from tfguard.diagnose.causes import by_cause
 from tfguard.diagnose.finding import Finding, severity_rank
 from tfguard.diagnose.rules import RULES, Rule
-from tfguard.diagnose.signals import MissingSignals, Signals
+from tfguard.diagnose.rules.base import own_losses
+from tfguard.diagnose.signals import MissingSignals, Signals, death_point
 from tfguard.diagnose.thresholds import Thresholds
 from tfguard.errors import ContractError
 from tfguard.findings import describe_failure
@@ -130,33 +131,35 @@ def metric_summary(signals: Signals) -> dict:
     return summary
 
 
-def death_point(signals: Signals) -> tuple[int | None, int | None] | None:
-    """Where a run died: the first point after which its loss or gradient norm is never finite again.
+#: Rules that read the training loss curve: on a model that logs its own losses instead of
+#: `loss` (a VAE's `total_loss`, a contrastive model's `c_loss`), they judge those.
+CURVE_RULES = frozenset({"no_learning", "slow_convergence", "oscillating_loss", "overfitting",
+                         "learning_rate"})
+def _as_loss(signals: Signals, name: str) -> Signals:
+    """`signals` with the model's own loss `name` read as `loss` (train/, val/, batch/)."""
+    scalars = dict(signals.scalars)
+    for tag_of in (tags.train, tags.val, tags.batch):
+        scalars.pop(tag_of("loss"), None)
+        if tag_of(name) in signals.scalars:
+            scalars[tag_of("loss")] = signals.scalars[tag_of(name)]
+    return dataclasses.replace(signals, scalars=scalars)
 
-    Args:
-        signals: the run.
 
-    Returns:
-        `(step, epoch)` of the earliest such point over `batch/loss`,
-        `train/loss` and `grad_norm/global` (either may be `None`), or `None`
-        when the run never died.
-    """
-    points = []
-    for tag in (tags.batch("loss"), tags.train("loss"), tags.GLOBAL_GRAD_NORM):
-        s = signals.series(tag)
-        if s is None:
-            continue
-        finite = np.flatnonzero(np.isfinite(s.values))
-        start = int(finite[-1]) + 1 if len(finite) else 0
-        if start < len(s):
-            points.append(s.at(start))
-    if not points:
-        return None
-    with_steps = [p for p in points if p[0] is not None]
-    if with_steps:
-        step = min(p[0] for p in with_steps)
-        return step, signals.epoch_of(step)
-    return None, min(p[1] for p in points if p[1] is not None)
+def _run_rule(rule: Rule, signals: Signals, th: Thresholds) -> list[Finding]:
+    names = own_losses(signals) if rule.id in CURVE_RULES else []
+    if not names:
+        return rule(signals, th)
+    found, missing = [], None
+    for name in names:
+        try:
+            for f in rule(_as_loss(signals, name), th):
+                found.append(dataclasses.replace(
+                    f, message=f"'{name}': {f.message}", evidence={**f.evidence, "loss": name}))
+        except MissingSignals as err:
+            missing = err
+    if missing is not None and not found and len(names) == 1:
+        raise missing
+    return found
 
 
 def _resolve_rules(rules) -> list[Rule]:
@@ -209,7 +212,7 @@ def diagnose(
     alive = signals.truncated(*death) if death is not None else signals
     for rule in _resolve_rules(rules):
         try:
-            found = rule(signals if rule.after_death else alive, th)
+            found = _run_rule(rule, signals if rule.after_death else alive, th)
         except MissingSignals as missing:
             skipped.append({"id": rule.id, "reason": str(missing)})
             continue
@@ -221,7 +224,7 @@ def diagnose(
     return Diagnosis(
         run=signals.run, findings=by_cause(findings), rules_run=run, rules_skipped=skipped,
         hparams=dict(signals.hparams), metrics=metric_summary(signals), source=signals.source,
-        notes=list(signals.notes), signals=signals, status=run_status(signals, run),
+        notes=list(signals.notes), signals=signals, status=run_status(signals, run, skipped, th),
     )
 
 
@@ -258,15 +261,24 @@ def cut_off(signals: Signals) -> dict | None:
                     "end-of-training record (the process was killed, or is still running)"}
 
 
-def run_status(signals: Signals, rules_run: list) -> dict:
+def _missing_what(reason: str) -> str:
+    """"no gradient norms (grad_norm/<layer>): ..." -> "gradient norms"."""
+    head = reason.split(":", 1)[0].split(" (", 1)[0].strip()
+    return head[3:] if head.startswith("no ") else head
+
+
+def run_status(signals: Signals, rules_run: list, skipped: list | None = None,
+               thresholds: Thresholds | None = None) -> dict:
     """How the run ended, as the reports state it before any finding.
 
     `{"state", "text"}` with `state` one of `"completed"`, `"failed"`,
     `"out_of_memory"`, `"aborted"` (a signal, Ctrl-C, or a log cut off
-    before the Logger's end-of-training record: `cut_off`) or
-    `"no_evidence"` (nothing was logged that a rule could read: never
-    "healthy"), plus the failure record's fields (`type`, `error`, `step`,
-    `detail`) when training failed.
+    before the Logger's end-of-training record: `cut_off`), `"no_evidence"`
+    (nothing was logged that a rule could read) or `"little_evidence"`
+    (more than `little_evidence_skipped` of the rules could not look: the
+    text lists what was missing; never "healthy"), plus the failure
+    record's fields (`type`, `error`, `step`, `detail`) when training
+    failed, and `missing` for little evidence.
     """
     failure = signals.status
     cut = cut_off(signals)
@@ -280,4 +292,12 @@ def run_status(signals: Signals, rules_run: list) -> dict:
     if not rules_run:
         return {"state": "no_evidence",
                 "text": "no signal any rule can read was logged: nothing can be said about this run"}
+    th = Thresholds.resolve(thresholds)
+    skipped = skipped or []
+    total = len(rules_run) + len(skipped)
+    if total and len(skipped) / total > th.little_evidence_skipped:
+        missing = list(dict.fromkeys(_missing_what(s["reason"]) for s in skipped))
+        return {"state": "little_evidence", "missing": missing,
+                "text": (f"little evidence: training completed, but {len(skipped)} of {total} rules "
+                         f"could not look (missing: {'; '.join(missing[:6])}); not called healthy")}
     return {"state": "completed", "text": "training completed"}

@@ -65,6 +65,12 @@ class LiveDiagnosis(keras.callbacks.Callback):
             Defaults to `True`.
         scalars_every: the steps between two signal observations asked of
             the instrumented step. Defaults to `10`.
+        dense_steps: the first this many recording steps observe every
+            step, then every `scalars_every`: a run that explodes within a
+            few steps (a far too wide initializer: NaN at step 4) shows its
+            growth only step by step (`tfguard run` asks for 20, and its
+            logger observes the same steps). `0` observes every
+            `scalars_every` from the start. Defaults to `0`.
         run: the run's name in reports. Defaults to `"live"`.
         hparams: hyperparameters to show in reports. Defaults to `None`.
         lint: static findings (e.g. of the input pipeline) to report.
@@ -83,6 +89,7 @@ class LiveDiagnosis(keras.callbacks.Callback):
         on_finding: Callable[[Finding], None] | None = None,
         instrument: bool = True,
         scalars_every: int = 10,
+        dense_steps: int = 0,
         run: str = "live",
         hparams: Mapping | None = None,
         lint: list | None = None,
@@ -99,6 +106,8 @@ class LiveDiagnosis(keras.callbacks.Callback):
         self._on_finding = on_finding
         self.instrument = instrument
         self.scalars_every = int(scalars_every)
+        self.dense_steps = max(0, int(dense_steps))
+        self._records = 0
         self.run = run
         self.recorder = SignalRecorder(run, hparams=hparams, lint=lint)
         self.findings: list[Finding] = []
@@ -112,10 +121,14 @@ class LiveDiagnosis(keras.callbacks.Callback):
         super().set_model(model)
         if self.instrument and self._inst is None:
             self._inst = instrument_model(model)
-            self._inst.subscribe(self._on_record, scalars_every=self.scalars_every)
+            every = 1 if self.dense_steps > self._records else self.scalars_every
+            self._inst.subscribe(self._on_record, scalars_every=every)
             self._inst.add_event_listener(self._on_guard_event)
 
     def _on_record(self, record) -> None:
+        self._records += 1
+        if self._records == self.dense_steps and self._inst is not None:
+            self._inst.subscribe(self._on_record, scalars_every=self.scalars_every)
         self.recorder.add(record.step, step_values(record, getattr(self.model, "optimizer", None)))
 
     def _on_guard_event(self, event) -> None:
@@ -132,6 +145,9 @@ class LiveDiagnosis(keras.callbacks.Callback):
     def on_train_begin(self, logs=None):
         if self.recorder.model is None:
             self.recorder.model = _describe(self.model)
+            # a subclassed model is built by its first step: describe it again at the epoch's
+            # end, when what it does with its inputs (ids or numbers) can be read
+            self._describe_again = not self.model.built
         if self._inst is not None and self.model.train_function is None:
             self.model.make_train_function()
 
@@ -139,6 +155,9 @@ class LiveDiagnosis(keras.callbacks.Callback):
         # fits of one model continue one history: fit(epochs=1) in a loop is epoch 0, 1, 2, ...
         epoch = max(int(epoch), self._next_epoch)
         self._next_epoch = epoch + 1
+        if getattr(self, "_describe_again", False) and self.model.built:
+            self._describe_again = False
+            self.recorder.model = _describe(self.model) or self.recorder.model
         self.recorder.end_epoch(epoch, self._step(), logs,
                                 learning_rate(getattr(self.model, "optimizer", None)))
         self.diagnosis = diagnose(self.recorder.signals(), rules=self.rules,

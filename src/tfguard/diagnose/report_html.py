@@ -97,7 +97,10 @@ section.compare,section.trials{border-bottom:2px solid #ccc;padding-bottom:1em}
 def _state(d: Diagnosis) -> str:
     if unreadable(d):
         return "unreadable"
-    if d.status.get("state", "completed") != "completed":
+    state = d.status.get("state", "completed")
+    if state == "little_evidence":
+        return d.worst or "warning"
+    if state != "completed":
         return "error"
     return d.worst or "healthy"
 
@@ -145,8 +148,10 @@ def _run_section(index: int, d: Diagnosis) -> str:
     worst = d.worst
     status = ('<span class="healthy">healthy</span>' if worst is None else
               f'<span class="{_e(worst)}">' + _e(", ".join(d.ids)) + "</span>")
-    if d.status.get("state", "completed") != "completed":
-        status = (f'<span class="error">{_e(d.status.get("text", ""))}</span>'
+    state = d.status.get("state", "completed")
+    if state != "completed":
+        css = "warning" if state == "little_evidence" else "error"
+        status = (f'<span class="{css}">{_e(d.status.get("text", ""))}</span>'
                   + ("" if worst is None else f" — {status}"))
     if unreadable(d):
         status = '<span class="error">unreadable: its event files are damaged (see the notes)</span>'

@@ -9,8 +9,10 @@ field is never renamed or removed without bumping the version)::
         {
           "run": str,                      # the run's name
           "source": "tfguard" | "keras" | "live" | "memory",
-          "status": {"state": "completed" | "failed" | "out_of_memory" | "aborted" | "no_evidence",
+          "status": {"state": "completed" | "failed" | "out_of_memory" | "aborted" | "no_evidence"
+                              | "little_evidence",  # most rules could not look: never healthy
                      "text": str,           # one sentence, e.g. "training failed at step 3 with ..."
+                     "missing": [str],      # little_evidence: what the rules lacked
                      "type": str, "error": str, "step": int | null, "detail": {...}},  # on failure
           "healthy": bool,                 # completed, and no warning or error found
           "hparams": {name: str | number | bool},

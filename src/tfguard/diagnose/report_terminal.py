@@ -95,6 +95,10 @@ def render_run(d: Diagnosis, console: Console, *, show_skipped: bool = True) -> 
     state = d.status.get("state", "completed")
     if unreadable(d):
         title.append("unreadable: its event files are damaged", style="bold red")
+    elif state == "little_evidence":  # the run completed; the rules mostly could not look
+        title.append(clean(d.status.get("text", state), 300), style="bold yellow")
+        if worst is not None:
+            title.append("; findings below", style=STYLES[worst])
     elif state != "completed":
         title.append(clean(d.status.get("text", state), 300), style="bold red")
         if worst is not None:

@@ -295,6 +295,29 @@ class Signals:
 
         return {n: found[renamed[n][0]] for n in sorted(renamed, key=rank)}
 
+    def layer_path(self, name: str | None) -> str | None:
+        """The layer's path in the model (`decoder/dense`), as the gradient tags name it.
+
+        Nested models give their layers short names that say nothing of
+        where they sit (`dense` of the encoder or of the decoder?): a
+        finding names the layer by its path when a per-layer tag knows it.
+
+        Example:
+
+        >>> s = Signals.from_arrays({"grad_norm/decoder/dense": ([1], [0.5])})
+        >>> s.layer_path("dense"), s.layer_path("other")
+        ('decoder/dense', 'other')
+        """
+        own = f"{(self.model or {}).get('name')}/"
+        if name and name.startswith(own):  # the model's own name says nothing
+            name = name[len(own):]
+        if not name or "/" in name:
+            return name
+        paths = {tag[len(prefix):] for tag in self.scalars for prefix in PER_LAYER.values()
+                 if tag.startswith(prefix) and tag[len(prefix):].endswith("/" + name)}
+        paths = {p[len(own):] if p.startswith(own) else p for p in paths}
+        return paths.pop() if len(paths) == 1 else name
+
     def metric_names(self) -> list[str]:
         """Epoch-level metric names seen under `train/` or `val/` (e.g. `loss`, `accuracy`)."""
         names = []
@@ -321,7 +344,9 @@ class Signals:
         layers that consume it): a name when every input goes first into a
         normalizing layer (`Rescaling`, `Normalization`, ...) or a layer that
         takes ids or strings (`Embedding`, `StringLookup`, ...), or is an
-        integer/string input of such a model. Without it (older logs), the
+        integer/string input of such a model, or when the model only looks
+        the input's values up (`use` "lookup": an `Embedding` at any depth,
+        a gather, a one-hot). Without it (older logs), the
         first three layers are looked at for a normalizing layer.
         """
         model = self.model or {}
@@ -329,6 +354,10 @@ class Signals:
         if inputs:
             names = []
             for item in inputs:
+                if item.get("use") in ("lookup", "unused"):
+                    # the model gathers, one-hot encodes or looks the values up: ids, no scale
+                    names.append("the model's lookup of its ids")
+                    continue
                 consumers = item.get("consumers") or []
                 handled = [c for c in consumers
                            if c.get("class") in NORMALIZING_LAYERS | TOKEN_LAYERS]
@@ -383,3 +412,32 @@ class Signals:
         if epoch is None or self.epoch_end_steps is None or epoch >= len(self.epoch_end_steps):
             return None
         return int(self.epoch_end_steps[epoch])
+
+
+def death_point(signals: Signals) -> tuple[int | None, int | None] | None:
+    """Where a run died: the first point after which its loss or gradient norm is never finite again.
+
+    Args:
+        signals: the run.
+
+    Returns:
+        `(step, epoch)` of the earliest such point over `batch/loss`,
+        `train/loss` and `grad_norm/global` (either may be `None`), or `None`
+        when the run never died.
+    """
+    points = []
+    for tag in (tags.batch("loss"), tags.train("loss"), tags.GLOBAL_GRAD_NORM):
+        s = signals.series(tag)
+        if s is None:
+            continue
+        finite = np.flatnonzero(np.isfinite(s.values))
+        start = int(finite[-1]) + 1 if len(finite) else 0
+        if start < len(s):
+            points.append(s.at(start))
+    if not points:
+        return None
+    with_steps = [p for p in points if p[0] is not None]
+    if with_steps:
+        step = min(p[0] for p in with_steps)
+        return step, signals.epoch_of(step)
+    return None, min(p[1] for p in points if p[1] is not None)

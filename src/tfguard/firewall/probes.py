@@ -87,8 +87,8 @@ def build(model: keras.Model, context: StepContext, records: list, x, y, wanted:
     """
     groups: list[Group] = []
     hists: dict = {}
-    variables, grads = _gradients(context)
-    _gradient_signals(model, variables, grads, groups, context.gradient_stats)
+    variables, grads, owners = _gradients(context)
+    _gradient_signals(model, variables, grads, groups, context.gradient_stats, owners)
     _input_signals(x, y, groups)
     seen: set[str] = set()
     relus: dict[str, tf.Tensor] = {}
@@ -177,9 +177,9 @@ def histograms_of(values: dict) -> tf.Tensor:
     return out
 
 
-def _gradients(context: StepContext) -> tuple[list, list]:
-    """Every (variable, gradient) of the step's updates, unscaled, first update of a variable wins."""
-    variables, grads, seen = [], [], set()
+def _gradients(context: StepContext) -> tuple[list, list, list]:
+    """Every (variable, gradient, optimizer) of the step's updates, unscaled, first update of a variable wins."""
+    variables, grads, owners, seen = [], [], [], set()
     for update in context.updates:
         for variable, grad in zip(update.variables, update.unscaled()):
             if grad is None or id(variable) in seen:
@@ -187,7 +187,38 @@ def _gradients(context: StepContext) -> tuple[list, list]:
             seen.add(id(variable))
             variables.append(variable)
             grads.append(tf.convert_to_tensor(grad))
-    return variables, grads
+            owners.append(update.optimizer)
+    return variables, grads, owners
+
+
+def optimizer_names(model, variables, owners) -> tuple[list[str], list[int]]:
+    """The optimizers of a step, named for their tags, and each variable's optimizer index.
+
+    An optimizer is named by the sub-model all its variables sit in when
+    that tells the optimizers apart (a GAN's `critic` and `generator`), else
+    by its own name (`adam`, `adam_1`).
+
+    Example:
+
+    >>> class V:
+    ...     def __init__(self, path): self.path = path
+    >>> class GAN: name = "gan"
+    >>> a, b = object(), object()
+    >>> optimizer_names(GAN(), [V("gan/critic/dense/kernel"), V("gan/generator/dense/kernel")], [a, b])
+    (['critic', 'generator'], [0, 1])
+    """
+    order: dict[int, int] = {}
+    index = [order.setdefault(id(owner), len(order)) for owner in owners]
+    model_name = getattr(model, "name", None)
+    prefixes: dict[int, set] = {}
+    for variable, i in zip(variables, index):
+        key = layer_key(variable, model_name)
+        prefixes.setdefault(i, set()).add(key.split("/", 1)[0] if "/" in key else "")
+    by_index = {i: owner for owner, i in ((o, order[id(o)]) for o in owners)}
+    names = [next(iter(prefixes[i])) if len(prefixes[i]) == 1 else "" for i in range(len(order))]
+    if "" in names or len(set(names)) < len(names):
+        names = [str(getattr(by_index[i], "name", f"optimizer_{i}")) for i in range(len(order))]
+    return names, index
 
 
 def _by_layer(model, variables) -> tuple[list[str], list[int]]:
@@ -218,16 +249,24 @@ def gradient_table(update, flag) -> tuple[tf.Tensor, list] | None:
     return table, [v for v, _ in pairs]
 
 
-def _gradient_signals(model, variables, grads, groups, taken: dict | None = None) -> None:
+def _gradient_signals(model, variables, grads, groups, taken: dict | None = None,
+                      owners=()) -> None:
     """The global gradient norm, then each layer's gradient norm and share of zero gradients.
 
     `taken` maps a variable's id to its row of a `gradient_table` taken at
     the optimizer's door; the others are computed from the gradients here.
+
+    A step with several optimizers (a GAN's, a WGAN-GP's critic and
+    generator) also gets each optimizer's own gradient norm
+    (`optimizer/grad_norm/<name>`), from the same squared norms.
     """
     if not grads:
         return
     layers, index = _by_layer(model, variables)
     taken = taken or {}
+    names, by_optimizer = optimizer_names(model, variables, owners) if owners else ([], [])
+    if len(names) < 2:
+        names = []
 
     def compute():
         reducer = stats.Reducer()
@@ -246,11 +285,16 @@ def _gradient_signals(model, variables, grads, groups, taken: dict | None = None
         table = tf.stack([rows[i] for i in range(len(variables))])
         squares, zeros, sizes = table[:, 0], table[:, 1], table[:, 2]
         by_layer = [tf.math.unsorted_segment_sum(v, segments, len(layers)) for v in (squares, zeros, sizes)]
-        return tf.concat([tf.sqrt(tf.reduce_sum(squares))[None], tf.sqrt(by_layer[0]),
-                          by_layer[1] / tf.maximum(by_layer[2], 1.0)], axis=0)
+        parts = [tf.sqrt(tf.reduce_sum(squares))[None], tf.sqrt(by_layer[0]),
+                 by_layer[1] / tf.maximum(by_layer[2], 1.0)]
+        if names:
+            parts.append(tf.sqrt(tf.math.unsorted_segment_sum(
+                squares, tf.constant(by_optimizer, tf.int32), len(names))))
+        return tf.concat(parts, axis=0)
 
     groups.append(Group([tags.GLOBAL_GRAD_NORM, *map(tags.grad_norm, layers),
-                         *map(tags.zero_grad_fraction, layers)], compute))
+                         *map(tags.zero_grad_fraction, layers),
+                         *map(tags.optimizer_grad_norm, names)], compute))
 
 
 def _input_signals(x, y, groups) -> None:
@@ -324,5 +368,4 @@ def _weight_signals(model, context: StepContext, groups) -> None:
 
 
 __all__ = ["HIST_BUCKETS", "NO_RATIO", "Bucketed", "Group", "Wanted", "build", "gradient_buckets", "gradient_table",
-           "histograms_of",
-           "layer_key", "signals_of"]
+           "histograms_of", "layer_key", "optimizer_names", "signals_of"]

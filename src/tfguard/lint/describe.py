@@ -9,9 +9,16 @@ Shape of the result::
 
     {"name", "class", "input_shape", "output_units", "output_activation",
      "loss": {"name", "class", "from_logits"},
-     "optimizer": {"class", "learning_rate"},
-     "layers": [{"name", "class", "activation", "units", "params"}],
-     "inputs": [{"name", "dtype", "consumers": [{"name", "class"}]}]}
+     "optimizer": {"class", "learning_rate", "momentum"},
+     "layers": [{"name", "class", "activation", "units", "params", "initializer"}],
+     "inputs": [{"name", "dtype", "consumers": [{"name", "class"}], "use"}]}
+
+Each input's `use` is what the model does with its values
+(`tfguard.lint.lookup.input_uses`): `"lookup"` (ids: gathered, one-hot
+encoded, looked up, at any depth of nesting), `"numeric"`, `"unused"` or
+`None` when the model could not be traced. A subclassed model, whose
+graph is only known by tracing, gets one entry per input with no name and
+no consumers.
 
 `output_activation_source` says how the activation was read (`"layer"`,
 `"probe"`, `"last_layer"` or `None`, see `tfguard.lint.heads`).
@@ -35,6 +42,7 @@ from __future__ import annotations
 import keras
 
 from tfguard.lint.heads import input_shapes, layer_activation, output_heads
+from tfguard.lint.lookup import input_uses
 from tfguard.lint.losses import NO_LOSS, losses_per_output
 
 
@@ -77,8 +85,64 @@ def leaf_layers(model) -> list:
     return leaves
 
 
+def _fan(layer) -> tuple[int | None, int | None]:
+    """`(fan_in, fan_out)` of a layer's kernel (Dense, Conv*), or `(None, None)`."""
+    kernel = getattr(layer, "kernel", None) if layer.built else None
+    shape = getattr(kernel, "shape", None)
+    if shape is None or len(shape) < 2:
+        return None, None
+    receptive = 1
+    for d in shape[:-2]:
+        receptive *= int(d)
+    return int(shape[-2]) * receptive, int(shape[-1]) * receptive
+
+
+def describe_initializer(layer) -> dict | None:
+    """The kernel initializer of a layer: `{"class", "std", "text"}`, `None` without one.
+
+    `std` is the standard deviation of the weights it draws for this
+    layer's kernel (`RandomNormal(stddev)`, `TruncatedNormal` (0.88 of its
+    stddev), `RandomUniform` ((max - min) / sqrt(12)), the VarianceScaling
+    family (Glorot, He, LeCun) from the kernel's fans), `None` when unknown.
+
+    Example:
+
+    >>> import keras
+    >>> d = keras.layers.Dense(4, kernel_initializer=keras.initializers.RandomNormal(stddev=3.0))
+    >>> d.build((None, 8))
+    >>> describe_initializer(d)["text"]
+    'RandomNormal(stddev=3)'
+    """
+    init = getattr(layer, "kernel_initializer", None)
+    if init is None or not hasattr(init, "get_config"):
+        return None
+    cls = type(init).__name__
+    try:
+        config = init.get_config()
+    except (NotImplementedError, TypeError, ValueError):
+        config = {}
+    fan_in, fan_out = _fan(layer)
+    std = None
+    if cls == "RandomNormal":
+        std = float(config.get("stddev", 0.05))
+    elif cls == "TruncatedNormal":
+        std = 0.8796 * float(config.get("stddev", 0.05))
+    elif cls == "RandomUniform":
+        std = (float(config.get("maxval", 0.05)) - float(config.get("minval", -0.05))) / 12 ** 0.5
+    elif isinstance(getattr(init, "scale", None), (int, float)) and getattr(init, "mode", None) and fan_in:
+        # the VarianceScaling family keeps its scale and mode as attributes (Glorot's config
+        # holds only the seed)
+        n = {"fan_in": fan_in, "fan_out": fan_out,
+             "fan_avg": (fan_in + (fan_out or fan_in)) / 2}.get(init.mode, fan_in)
+        std = (float(init.scale) / max(n, 1)) ** 0.5
+    shown = {k: v for k, v in config.items() if k in ("stddev", "minval", "maxval", "scale")}
+    text = cls + (f"({', '.join(f'{k}={v:g}' for k, v in shown.items())})"
+                  if shown and cls in ("RandomNormal", "TruncatedNormal", "RandomUniform") else "")
+    return {"class": cls, "std": std, "text": text, "fan_in": fan_in}
+
+
 def describe_layer(layer) -> dict:
-    """Describes one layer as `{"name", "class", "activation", "units", "params"}`.
+    """Describes one layer as `{"name", "class", "activation", "units", "params", "initializer"}`.
 
     Args:
         layer: a Keras layer.
@@ -92,6 +156,7 @@ def describe_layer(layer) -> dict:
         "activation": layer_activation(layer),
         "units": _units(layer),
         "params": _params(layer),
+        "initializer": describe_initializer(layer),
     }
 
 
@@ -142,7 +207,7 @@ def describe_inputs(model) -> list[dict]:
 
 
 def describe_optimizer(optimizer) -> dict:
-    """Describes an optimizer as `{"class", "learning_rate"}` (current value).
+    """Describes an optimizer as `{"class", "learning_rate", "momentum"}` (current values).
 
     Args:
         optimizer: a Keras optimizer or `None`.
@@ -152,14 +217,30 @@ def describe_optimizer(optimizer) -> dict:
         schedule is reported at the optimizer's current iteration.
     """
     if optimizer is None:
-        return {"class": None, "learning_rate": None}
+        return {"class": None, "learning_rate": None, "momentum": None}
     inner = getattr(optimizer, "inner_optimizer", None)  # LossScaleOptimizer
     target = inner if inner is not None else optimizer
     try:
         learning_rate = float(target.learning_rate)
     except (AttributeError, TypeError, ValueError):
         learning_rate = None
-    return {"class": type(target).__name__, "learning_rate": learning_rate}
+    try:
+        momentum = float(getattr(target, "momentum", None))
+    except (TypeError, ValueError):
+        momentum = None
+    return {"class": type(target).__name__, "learning_rate": learning_rate, "momentum": momentum}
+
+
+def _with_uses(model, inputs: list[dict]) -> list[dict]:
+    """Adds each input's `use` (lookup / numeric) from tracing the model."""
+    uses = input_uses(model)
+    if uses is None:
+        return [{**item, "use": None} for item in inputs]
+    if not inputs:
+        return [{"name": None, "dtype": None, "consumers": [], "use": use} for use in uses]
+    if len(uses) != len(inputs):
+        return [{**item, "use": None} for item in inputs]
+    return [{**item, "use": use} for item, use in zip(inputs, uses)]
 
 
 def describe_model(model) -> dict:
@@ -207,7 +288,7 @@ def describe_model(model) -> dict:
         "loss": losses[0].to_dict(),
         "optimizer": describe_optimizer(getattr(model, "optimizer", None)),
         "layers": [describe_layer(layer) for layer in leaf_layers(model)],
-        "inputs": describe_inputs(model),
+        "inputs": _with_uses(model, describe_inputs(model)),
     }
     if len(heads) > 1:
         description["outputs"] = [

@@ -249,14 +249,16 @@ def classify_values(values: np.ndarray) -> str | None:
     low, high = values.min(), values.max()
     if low < 0:
         return "linear"
-    if np.any(values == 0):
+    # a saturated softmax or sigmoid (large weights, raw inputs: issue 22) underflows to exact
+    # zeros and ones; rows summing to 1, or an exact 1.0 among values in [0, 1], are not a ReLU's
+    if high <= 1.0 and values.shape[-1] > 1 and np.allclose(values.sum(axis=-1), 1.0, atol=1e-3):
+        return "softmax"
+    if np.any(values == 0) and high != 1.0:
         return "relu"
+    if high <= 1.0 and values.shape[-1] == 1 and np.allclose(values, 1.0, atol=1e-3):
+        return "softmax"  # a softmax over one unit is always 1
     if high <= 1.0:
-        sums = values.sum(axis=-1)
-        if np.allclose(sums, 1.0, atol=1e-3):
-            return "softmax"
-        if high < 1.0:
-            return "sigmoid"
+        return "sigmoid"
     return None
 
 

@@ -50,6 +50,7 @@ import keras
 
 from tfguard.attach import DEFAULT_LOGDIR, DEFAULT_POLICY, AttachSession, run_script, write_report
 from tfguard.diagnose import write_html
+from tfguard.diagnose.causes import by_measured_fix
 from tfguard.errors import ContractError
 from tfguard.findings import Finding
 from tfguard.remedies.catalogue import PER_FINDING, Remedy, plan
@@ -389,6 +390,8 @@ def try_script_fixes(
                       error=failed, seconds=time.perf_counter() - start)
         trials.append(trial)
         _say(progress, _verdict_line(i, len(pairs), trial))
+    for diagnosis in result.diagnoses:  # the measured winner decides which cause is listed first
+        diagnosis.findings = by_measured_fix(diagnosis.findings, trials)
     curve = run_curve(original.fits)[0]
     outcome = Trials(trials, findings=findings, measure=measure_name(curve) if curve else "loss",
                      before=curve, diagnoses=list(result.diagnoses))

@@ -224,6 +224,11 @@ class Logger(keras.callbacks.Callback):
         ContractError: for an invalid option.
     """
 
+    dense_steps: int = 0
+    """Observe each of the first this many recording steps, then every `scalars_every`
+    (`tfguard run` sets 20, as for its live diagnosis: a run that explodes within a few steps
+    shows its growth only step by step)."""
+
     def __init__(
         self,
         logdir=None,
@@ -386,9 +391,10 @@ class Logger(keras.callbacks.Callback):
             inst.remove_event_listener(self._on_guard_event)
             return
         if self._wants_signals:
+            dense = self.scalars_every and getattr(self, "_records", 0) < self.dense_steps
             inst.subscribe(
                 self._on_record,
-                scalars_every=self.scalars_every,
+                scalars_every=1 if dense else self.scalars_every,
                 histograms_every=self.histograms_every if self.histogram_kinds else 0,
                 histogram_kinds=self.histogram_kinds,
                 weights=bool(self.scalars_every),
@@ -461,6 +467,11 @@ class Logger(keras.callbacks.Callback):
     def _epoch_end(self, epoch, logs):
         self._first_batch_values()
         self._step = step = self._read_step()
+        if getattr(self, "_describe_again", False) and self.model.built:
+            self._describe_again = False
+            description = runinfo.model_description(self.model)
+            if description is not None:
+                self._pending.setdefault(step, []).append(text_value(tags.CONFIG_MODEL, description))
         epoch = max(int(epoch), self._next_epoch)  # fits of one model continue one history
         self._next_epoch = epoch + 1
         epoch_values = runinfo.epoch_values(epoch, logs, getattr(self.model, "optimizer", None))
@@ -501,6 +512,10 @@ class Logger(keras.callbacks.Callback):
             self._guarded(self._record, record)
 
     def _record(self, record) -> None:
+        self._records = getattr(self, "_records", 0) + 1
+        if self._records == self.dense_steps and self._inst is not None:
+            self._listen(False)  # the first steps were observed one by one: back to the schedule
+            self._listen(True)
         self._first_batch_values()
         self._step = step = record.step
         step_values = runinfo.step_values(record, getattr(self.model, "optimizer", None))
@@ -604,6 +619,9 @@ class Logger(keras.callbacks.Callback):
         description = runinfo.model_description(self.model)
         if description is not None:
             values.append(text_value(tags.CONFIG_MODEL, description))
+        # a subclassed model is built by its first step: describe it again then, when what it
+        # does with its inputs (ids or numbers) could not be read before
+        self._describe_again = description is not None and not self.model.built
         self._config_text_written = self._writer.write(step, values)
         if self.hparams and not self._session_started:
             self._session_started = self._writer.write_summary(

@@ -32,7 +32,9 @@ RULES: dict[str, Rule] = {
     for rule in (
         Rule("nonfinite", nonfinite, "losses, metrics, gradient/weight norms; guard/events",
              after_death=True),
-        Rule("exploding_gradient", exploding_gradient, "grad_norm/<layer>, grad_norm/global"),
+        Rule("exploding_gradient", exploding_gradient,
+             "grad_norm/<layer>, grad_norm/global; config/model initializers and batch/loss",
+             after_death=True),
         Rule("vanishing_gradient", vanishing_gradient, "grad_norm/<layer> of 2+ layers"),
         Rule("dead_relu", dead_relu, "activation/dead_fraction/<layer> or zero_grad_fraction/<layer>"),
         Rule("saturated_activation", saturated_activation, "activation/saturated_fraction/<layer>"),

@@ -15,6 +15,12 @@ sigmoid output saturates when it is confident.
 Without activation statistics, `dead_relu` falls back on the per-layer
 fraction of zero gradient entries (`zero_grad_fraction/<layer>`), skipping
 embedding and sigmoid/tanh/softmax layers, whose zeros mean something else.
+Zero gradient entries are not dead units (a wide ReLU layer fed by a
+2-dimensional latent has many by construction, issue 22), and a warning
+needs evidence that the run is hurt: while every loss keeps falling
+(`run_improving`), a finding is an `info`, unless the layer is dead as a
+whole (`dead_error_fraction` of its units at the last observation).
+Layers are named by their path (`decoder/dense`).
 
 Example:
 
@@ -31,7 +37,13 @@ from __future__ import annotations
 import numpy as np
 
 from tfguard.diagnose.finding import Finding, fmt
-from tfguard.diagnose.rules.base import first_persistent, onset
+from tfguard.diagnose.rules.base import (
+    first_persistent,
+    onset,
+    remark_when_improving,
+    run_improving,
+)
+from tfguard.diagnose.rules.initialization import too_wide
 from tfguard.diagnose.signals import MissingSignals, Series, Signals
 from tfguard.diagnose.thresholds import Thresholds
 
@@ -86,6 +98,7 @@ def dead_relu(signals: Signals, thresholds: Thresholds) -> list[Finding]:
                 "zero-gradient fractions (zero_grad_fraction/<layer>)"
             )
     findings = []
+    improving = run_improving(signals, thresholds)
     for name, s, start in _persistent_layers(layers, limit, thresholds.persistence):
         tail = s.values[start:]
         tail = tail[np.isfinite(tail)]
@@ -93,14 +106,23 @@ def dead_relu(signals: Signals, thresholds: Thresholds) -> list[Finding]:
         severity = "error" if final >= thresholds.dead_error_fraction else "warning"
         what = "units are <= 0 for whole batches" if source == "dead_fraction" else \
             "gradient entries are exactly zero"
+        path = signals.layer_path(name)
+        message = (f"{fmt(100 * median)}% of layer '{path}' {what} (threshold {fmt(100 * limit)}%), "
+                   f"{fmt(100 * final)}% at the last observation.")
+        evidence = {source: median, "final": final, "observations": len(tail)}
+        if improving and (source == "zero_grad_fraction" or final < thresholds.dead_error_fraction):
+            # a warning needs evidence that the run is hurt: with every loss still falling, some
+            # silent units (or zero gradient entries, which a wide layer fed by a narrow one has
+            # by construction) are a remark; a layer dead as a whole stays an error
+            severity = "info"
+            evidence["run_improving"] = 1
+            message += " The run is not hurt (its losses keep falling): a remark, not a warning."
         findings.append(Finding(
-            "dead_relu", severity,
-            f"{fmt(100 * median)}% of layer '{name}' {what} (threshold {fmt(100 * limit)}%), "
-            f"{fmt(100 * final)}% at the last observation.",
-            where=name, **_at(signals, s, start),
-            evidence={source: median, "final": final, "observations": len(tail)},
+            "dead_relu", severity, message,
+            where=path, **_at(signals, s, start),
+            evidence=evidence,
             suggestion=("Lower the learning rate, use LeakyReLU/ELU/GELU in "
-                        f"'{name}', He initialization with zero biases, or BatchNormalization "
+                        f"'{path}', He initialization with zero biases, or BatchNormalization "
                         "before the activation."),
         ))
     return findings
@@ -130,16 +152,27 @@ def saturated_activation(signals: Signals, thresholds: Thresholds) -> list[Findi
         tail = s.values[start:]
         tail = tail[np.isfinite(tail)]
         median = float(np.median(tail))
-        act = (signals.layer(name) or {}).get("activation") or "sigmoid/tanh"
+        desc = signals.layer(name) or {}
+        act = desc.get("activation") or "sigmoid/tanh"
+        evidence = {"saturated_fraction": median, "final": float(tail[-1]), "observations": len(tail)}
+        why = ""
+        wide = {w[0].get("name"): w for w in too_wide(signals, thresholds)}
+        if desc.get("name") in wide:  # the layer's own initializer puts it in the tails
+            _, ratio, he = wide[desc["name"]]
+            init = desc["initializer"]
+            evidence.update(code="initialization", initializer=init.get("text") or init.get("class"),
+                            std_ratio_to_he=ratio)
+            why = (f" Its weights are drawn with {init.get('text') or init.get('class')}, "
+                   f"{fmt(ratio)}x wider than He initialization for its fan-in of {init['fan_in']} "
+                   f"(std {fmt(he)}).")
         findings.append(Finding(
             "saturated_activation", "warning",
-            f"{fmt(100 * median)}% of the pre-activations of layer '{name}' ({act}) lie outside "
+            f"{fmt(100 * median)}% of the pre-activations of layer '{signals.layer_path(name)}' ({act}) lie outside "
             f"+-5 (threshold {fmt(100 * thresholds.saturated_fraction)}%), where the gradient is "
-            "nearly zero.",
-            where=name, **_at(signals, s, start),
-            evidence={"saturated_fraction": median, "final": float(tail[-1]),
-                      "observations": len(tail)},
+            "nearly zero." + why,
+            where=signals.layer_path(name), **_at(signals, s, start),
+            evidence=evidence,
             suggestion=("Normalize the inputs, use Glorot initialization with a smaller scale, "
                         f"add BatchNormalization before '{name}', or use ReLU-family activations."),
         ))
-    return findings
+    return remark_when_improving(findings, signals, thresholds)

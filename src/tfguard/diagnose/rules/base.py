@@ -211,3 +211,100 @@ def require_epochs(curve: Series | None, tag: str, thresholds: Thresholds) -> Se
             f"{len(curve)} finite epoch(s) of {tag}, needs {thresholds.min_epochs}"
         )
     return curve
+
+
+#: Loss names of adversarial training (a GAN's two players do not fall together by design)
+#: and of regularizers (a VAE's KL term rises from zero as the latent starts to carry
+#: information): not judged as training losses of their own.
+_ADVERSARIAL = ("d_", "g_", "disc", "gen", "critic", "adv")
+_REGULARIZER = ("kl", "reg", "penalty", "gp")
+
+
+def own_losses(signals: Signals) -> list[str]:
+    """The model's own loss names to judge as training losses, when it logs no `loss`.
+
+    Example:
+
+    >>> from tfguard.diagnose import Signals
+    >>> s = Signals.from_arrays({"train/total_loss": (None, [3.0, 2.0]),
+    ...                          "train/kl_loss": (None, [0.1, 0.5]),
+    ...                          "train/reconstruction_loss": (None, [2.9, 1.5])})
+    >>> own_losses(s)
+    ['total_loss']
+    """
+    if signals.series(tags.train("loss")) is not None:
+        return []
+    names = [tags.metric_name(t) for t in signals.scalars
+             if t.startswith("train/") and t.endswith("loss") and signals.series(t) is not None]
+    totals = [n for n in names if "total" in n]
+    if totals:
+        return totals[:1]
+    return [n for n in names
+            if not n.startswith(_ADVERSARIAL) and not any(w in n for w in _REGULARIZER)]
+
+
+def run_improving(signals: Signals, thresholds: Thresholds) -> bool:
+    """Whether the run shows no harm: every loss finite and falling, validation still improving.
+
+    The principle behind every warning (issue 22): a symptom needs evidence
+    that the run is hurt, or will be. A run is improving when every logged
+    loss is finite, its epoch-level training loss (`train/loss`, else the
+    model's own losses, `own_losses`) ends at least `nl_min_drop` below
+    where it started (`train/loss`: below the loss before training,
+    `initial_loss`) and never rises by `osc_rise_rel` from one epoch to the next,
+    and its validation loss, when logged, ends `nl_min_drop` below its first
+    epoch and within `overfit_rise` of its best.
+
+    Example:
+
+    >>> from tfguard.diagnose import Signals, Thresholds
+    >>> s = Signals.from_arrays({"train/loss": (None, [1.0, 0.6, 0.4]), "val/loss": (None, [1.0, 0.7, 0.5])})
+    >>> run_improving(s, Thresholds())
+    True
+    """
+    tags_ = [tags.train(name) for name in (own_losses(signals) or ["loss"])]
+    raw = [signals.series(tag) for tag in signals.scalars
+           if tag.startswith(("train/", "val/", "batch/")) and tag.endswith("loss")]
+    if any(s is not None and not np.isfinite(s.values).all() for s in raw):
+        return False
+    curves = {tag: finite_epoch_curve(signals, tag) for tag in tags_}
+    curves = {tag: c for tag, c in curves.items() if c is not None and len(c) >= 2}
+    if not curves:
+        return False
+    for tag, c in curves.items():
+        # from the loss before training (the first batches, or chance) where it is known
+        start = initial_loss(signals, c)[0] if tag == tags.train("loss") else float(c.values[0])
+        if float(c.values[-1]) > start - thresholds.nl_min_drop * abs(start):
+            return False
+        if np.any(np.diff(c.values) > thresholds.osc_rise_rel * np.abs(c.values[:-1])):
+            return False  # a loss that jumps back up between epochs is not steadily improving
+    val = finite_epoch_curve(signals, tags.val("loss"))
+    if val is not None and len(val) >= 2:
+        best, first, final = float(np.min(val.values)), float(val.values[0]), float(val.values[-1])
+        if final > best + thresholds.overfit_rise * abs(best):
+            return False
+        if final > first - thresholds.nl_min_drop * abs(first):
+            return False  # validation has not improved since its first epoch
+    return True
+
+
+def remark_when_improving(findings: list[Finding], signals: Signals,
+                          thresholds: Thresholds) -> list[Finding]:
+    """Warnings become `info` remarks while the run keeps improving (`run_improving`).
+
+    A symptom seen while every loss keeps falling and validation keeps
+    improving has no evidence that it hurts the run: it is reported, as a
+    remark, with `evidence["run_improving"] = 1`. Errors stay errors, and so
+    does a finding whose cause is a configuration error of its own (a
+    kernel initializer far too wide, `evidence["code"] == "initialization"`):
+    a run that learns despite it still learns worse.
+    """
+    def soft(f: Finding) -> bool:
+        return f.severity == "warning" and f.evidence.get("code") != "initialization"
+
+    if not any(soft(f) for f in findings) or not run_improving(signals, thresholds):
+        return findings
+    return [dataclasses.replace(
+        f, severity="info", evidence={**f.evidence, "run_improving": 1},
+        message=f.message.rstrip() + " The run is not hurt (its losses keep falling): a remark, "
+        "not a warning.") if soft(f) else f for f in findings]

@@ -10,6 +10,15 @@ unit (always 1.0), a single unit for sparse categorical cross-entropy, a
 softmax under binary cross-entropy, a ReLU under a cross-entropy. When the
 training loss is also flat, the evidence says so.
 
+The loss must also fit the task, which the targets tell (issue 22): class
+ids 0..K-1 fed to a regression loss on a K-unit softmax, or to a binary
+cross-entropy on a K-unit head, are a classification task given the wrong
+loss; real-valued regression targets outside what the output activation
+reaches (a softmax or sigmoid on a standardized target) are a regression
+given a classifier's output. These findings carry
+`evidence["explains_labels"]`: the labels out of the loss's range
+(`label_range`) are then the consequence, listed after this cause.
+
 Example:
 
 >>> from tfguard.diagnose import Signals, Thresholds
@@ -66,6 +75,53 @@ def _problems(kind: str | None, logits: bool, act: str, units: int | None):
     if ce and not logits and act in _POSITIVE:
         yield ("warning", f"a cross-entropy on a {act} output: outputs are not probabilities",
                "Use a softmax/sigmoid output, or a linear output with from_logits=True.")
+
+
+def _targets(signals: Signals):
+    """`(min, max, integer_valued, step, epoch)` of the logged targets, or `None`."""
+    lo, hi = signals.series(tags.LABEL_MIN), signals.series(tags.LABEL_MAX)
+    if lo is None or hi is None:
+        return None
+    values = np.r_[lo.values, hi.values]
+    values = values[np.isfinite(values)]
+    if not len(values):
+        return None
+    step, epoch = lo.at(int(np.argmax(np.isfinite(lo.values))))
+    return (float(values.min()), float(values.max()), bool(np.all(np.mod(values, 1) == 0)),
+            step, epoch)
+
+
+def _task_problems(signals: Signals, kind, act: str, units):
+    """Yields `(severity, message, suggestion, code)` where the loss does not fit the task the targets show."""
+    from tfguard.diagnose.rules.data import ACTIVATION_RANGE
+
+    seen = _targets(signals)
+    if seen is None:
+        return
+    low, high, integer, _, _ = seen
+    span = f"[{low:.3g}, {high:.3g}]"
+    class_ids = integer and low >= 0 and high > 1 and (units or 0) > 1 and high <= (units or 0) - 1
+    if kind == "regression" and act in _PROBABILITIES and class_ids:
+        yield ("error", f"a regression loss on the probabilities of a {units}-unit {act}, with class "
+               f"ids {int(low)}..{int(high)} as targets: the task is classification and the loss "
+               "compares a class id with a probability",
+               "Use `loss='sparse_categorical_crossentropy'` with class ids (or "
+               "`categorical_crossentropy` with one-hot targets).", "regression_loss_on_classifier")
+        return
+    if kind == "bce" and class_ids:
+        yield ("error", f"binary cross-entropy on a {units}-unit head, with class ids "
+               f"{int(low)}..{int(high)} as targets: the task is multi-class",
+               "Use `loss='sparse_categorical_crossentropy'` with a softmax output of one unit "
+               "per class.", "binary_loss_multiclass")
+        return
+    if kind == "regression" and act in ACTIVATION_RANGE:
+        reach = ACTIVATION_RANGE[act]
+        if (low < reach[0] - 1e-6 or high > reach[1] + 1e-6) and not integer:
+            yield ("error", f"a regression loss on a {act} output, which only reaches "
+                   f"[{reach[0]:.3g}, {reach[1]:.3g}], while the targets span {span}: the output "
+                   "activation does not fit the task",
+                   "Use a linear output (`activation=None`) for a regression target, or scale "
+                   "the targets into the activation's range.", "output_range")
 
 
 def _multi_hot(signals: Signals):
@@ -132,7 +188,15 @@ def loss_activation_mismatch(signals: Signals, thresholds: Thresholds) -> list[F
             suggestion="For a multi-label problem use one sigmoid unit per label "
             "(`activation='sigmoid'`) and binary cross-entropy.",
         ))
+    for severity, what, fix, code in _task_problems(signals, kind, act, units):
+        findings.append(Finding(
+            "loss_activation_mismatch", severity, f"{name}: {what}.", where=where,
+            onset_step=0, onset_epoch=0, suggestion=fix,
+            evidence={**evidence, "code": code, "explains_labels": 1},
+        ))
     for severity, what, fix in _problems(kind, logits, act, units):
+        if findings and severity != "error":
+            continue  # the task check already named the loss and what to use instead
         findings.append(Finding(
             "loss_activation_mismatch", severity, f"{name}: {what}.", where=where,
             onset_step=0, onset_epoch=0, evidence=dict(evidence), suggestion=fix,

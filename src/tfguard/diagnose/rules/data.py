@@ -248,7 +248,8 @@ def pipeline_order(signals: Signals, thresholds: Thresholds) -> list[Finding]:
 
     Args:
         signals: the run, with `signals.lint` and/or `data/label_min`, `data/label_max`.
-        thresholds: uses `pipeline_single_class`, `pipeline_min_batches`.
+        thresholds: uses `pipeline_single_class`, `pipeline_min_batches`,
+            `pipeline_min_batch_size`.
 
     Returns:
         The static findings, plus one finding when batches hold a single class.
@@ -269,6 +270,9 @@ def pipeline_order(signals: Signals, thresholds: Thresholds) -> list[Finding]:
     lows, highs, idx = lows[ok], highs[ok], i1[ok]
     if len(lows) < thresholds.pipeline_min_batches:
         return findings
+    batch = signals.hparams.get("batch_size")
+    if isinstance(batch, (int, float)) and batch < thresholds.pipeline_min_batch_size:
+        return findings  # a batch of one example always holds one class
     if np.any(np.mod(lows, 1) != 0) or np.any(np.mod(highs, 1) != 0):
         return findings  # not class ids
     single = lows == highs

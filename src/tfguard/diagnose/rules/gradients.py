@@ -26,14 +26,22 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 
 from tfguard import tags
 from tfguard.diagnose.finding import Finding, fmt
-from tfguard.diagnose.rules.base import baseline, first_persistent, onset
-from tfguard.diagnose.signals import MissingSignals, Series, Signals, missing
+from tfguard.diagnose.rules.base import (
+    baseline,
+    first_persistent,
+    onset,
+    remark_when_improving,
+    run_improving,
+)
+from tfguard.diagnose.rules.initialization import growth_before_death, growth_text, initialization
+from tfguard.diagnose.signals import MissingSignals, Series, Signals, death_point, missing
 from tfguard.diagnose.thresholds import Thresholds
 
 
@@ -55,19 +63,54 @@ def _growth_onset(series: Series, thresholds: Thresholds, factor: float):
 
 
 def exploding_gradient(signals: Signals, thresholds: Thresholds) -> list[Finding]:
-    """Reports gradient norms that grow by orders of magnitude.
+    """Reports gradient norms that grow by orders of magnitude, or explode from the first step.
+
+    Reads the whole run (a rule with `after_death`): a kernel initializer
+    far too wide (`initialization`) comes first, with the growth before the
+    run died when it did; else the growth over an early median, on the
+    signals before the run died; else the growth before the NaN alone.
+    A growth while the run keeps improving (`run_improving`) is an `info`:
+    a warning needs evidence that the run is hurt.
 
     Args:
         signals: the run, with `grad_norm/<layer>` (and/or `grad_norm/global`).
         thresholds: uses `explode_growth`, `explode_ratio`, `baseline_points`,
-            `persistence`.
+            `persistence`, `explode_before_nan_growth` and those of `initialization`.
 
     Returns:
         At most one finding, naming the layer whose norm exploded first.
 
     Raises:
-        MissingSignals: without gradient norms.
+        MissingSignals: without gradient norms and without a too-wide initializer.
     """
+    death = death_point(signals)
+    alive = signals.truncated(*death) if death is not None else signals
+    growth = growth_before_death(alive, death[0] if death is not None else None, thresholds)
+    found = initialization(signals, thresholds, growth)
+    if found:
+        return found
+    found = _growth(signals, thresholds)
+    if found and found[0].severity == "warning" and run_improving(signals, thresholds):
+        f = found[0]
+        found = [dataclasses.replace(
+            f, severity="info",
+            message=f.message.rstrip(".") + "; the run is not hurt (its losses keep falling), so "
+            "this is a remark, not a warning.", evidence={**f.evidence, "run_improving": 1})]
+    if found or growth is None:
+        return found
+    return [Finding(
+        "exploding_gradient", "error", growth_text(growth)[0].upper() + growth_text(growth)[1:] + ".",
+        where=None if growth["layer"] == "global" else growth["layer"],
+        onset_step=growth["from_step"], onset_epoch=signals.epoch_of(growth["from_step"]),
+        evidence={"code": "before_nonfinite",
+                  **{f"growth_{k}": v for k, v in growth.items() if k != "layer"}},
+        suggestion=("Lower the learning rate (try 10x smaller), clip gradients "
+                    "(`clipnorm=1.0`), and check the weight initialization."),
+    )]
+
+
+def _growth(signals: Signals, thresholds: Thresholds) -> list[Finding]:
+    """The growth test over an early median and AUTOTRAINER's ratio (see the module docstring)."""
     layers = signals.per_layer("grad_norm")
     glob = signals.series(tags.GLOBAL_GRAD_NORM)
     if not layers and glob is None:
@@ -106,13 +149,13 @@ def exploding_gradient(signals: Signals, thresholds: Thresholds) -> list[Finding
         # earliest onset, a layer rather than the global norm, then the largest growth
         hits.sort(key=lambda h: (h[0], not h[1], -h[6] / h[5]))
         _, _, name, s, start, base, peak = hits[0]
-        where = None if name == "global" else name
+        where = None if name == "global" else signals.layer_path(name)
         evidence = {"baseline_norm": base, "norm_at_onset": float(s.values[start]),
                     "peak_norm": peak, "growth": peak / base,
                     "layers_exploding": sum(1 for h in hits if h[1])}
         went_nonfinite = bool((~np.isfinite(s.values[start:])).any())
         at = onset(s, start)
-        label = f"layer '{name}'" if where else "the global gradient"
+        label = f"layer '{where}'" if where else "the global gradient"
         message = (
             f"the gradient norm of {label} grew {fmt(peak / base)}x over its early median "
             f"{fmt(base)} (to {fmt(peak)}), starting at "
@@ -121,10 +164,10 @@ def exploding_gradient(signals: Signals, thresholds: Thresholds) -> list[Finding
         )
     else:
         step, name, s, start, ratio = ratio_hit
-        where, went_nonfinite = name, False
+        where, went_nonfinite = signals.layer_path(name), False
         evidence = {"first_last_ratio": ratio, "norm_at_onset": float(s.values[start])}
         at = onset(s, start)
-        message = (f"the gradient norm of the first layer '{name}' is {fmt(ratio)}x the last "
+        message = (f"the gradient norm of the first layer '{where}' is {fmt(ratio)}x the last "
                    f"layer's (above {fmt(thresholds.explode_ratio)}) from step {step}.")
     if at["onset_epoch"] is None:
         at["onset_epoch"] = signals.epoch_of(at["onset_step"])
@@ -207,9 +250,10 @@ def vanishing_gradient(signals: Signals, thresholds: Thresholds) -> list[Finding
         # a dead ReLU layer blocks every gradient below it: that is the cause
         severity = "info"
         message += f" Explained by the dead layer '{dead}' (see dead_relu)."
-    return [Finding(
-        "vanishing_gradient", severity, message, where=names[0], evidence=evidence, **at,
+    return remark_when_improving([Finding(
+        "vanishing_gradient", severity, message, where=signals.layer_path(names[0]),
+        evidence=evidence, **at,
         suggestion=("Use ReLU-family activations in hidden layers (sigmoid/tanh shrink "
                     "gradients at every layer), He initialization, BatchNormalization, or "
                     "residual connections; make the network shallower."),
-    )]
+    )], signals, thresholds)

@@ -43,6 +43,7 @@ from tfguard.diagnose.rules.base import (
     first_persistent,
     initial_loss,
     onset,
+    remark_when_improving,
     require_epochs,
 )
 from tfguard.diagnose.signals import MissingSignals, Series, Signals
@@ -262,7 +263,7 @@ def oscillating_loss(signals: Signals, thresholds: Thresholds) -> list[Finding]:
                 "median_rise": float(np.median(rises)),
                 "median_relative_rise": relative,
                 "initial_loss": scale}
-    return [Finding(
+    return remark_when_improving([Finding(
         "oscillating_loss", "warning",
         f"the training loss changed direction {reversals} times over {len(s)} {unit}, with "
         f"{len(idx)} sharp rises (median +{fmt(100 * evidence['median_relative_rise'])}%), "
@@ -270,7 +271,7 @@ def oscillating_loss(signals: Signals, thresholds: Thresholds) -> list[Finding]:
         **_at(signals, s, int(idx[0])), evidence=evidence,
         suggestion=(f"Lower the learning rate{_lr_hint(signals)} (try 3-10x smaller) or add "
                     "a decay schedule, increase the batch size, and clip gradients."),
-    )]
+    )], signals, thresholds)
 
 
 # -- overfitting --------------------------------------------------------------------

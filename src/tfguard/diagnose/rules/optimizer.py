@@ -166,17 +166,46 @@ def learning_rate(signals: Signals, thresholds: Thresholds) -> list[Finding]:
             suggestion="Lower the learning rate until updates are about 1e-3 of the weights.",
         )]
     default = KERAS_DEFAULT_RATES.get(name or "")
-    if rate is not None and default and rate > thresholds.lr_default_factor * default:
+    step = effective_rate(signals, rate, name)
+    if step is not None and default and step > thresholds.lr_default_factor * default:
         # a suspect, not a verdict: `by_cause` makes it a warning when a symptom it explains shows
-        evidence.update(direction="high", default_rate=default, times_default=rate / default,
-                        code="far_above_default", needs_symptom=1)
+        evidence.update(direction="high", default_rate=default, times_default=step / default,
+                        code="far_above_default", needs_symptom=1, effective_rate=step)
+        momentum = ((signals.model or {}).get("optimizer") or {}).get("momentum") or 0.0
+        batch = signals.hparams.get("batch_size")
+        how = ""
+        if step != rate:
+            how = (f" (with momentum {fmt(momentum)}, a step of {fmt(step)}"
+                   + (f" per example at batch size {batch}" if batch == 1 else "") + ")")
         return [Finding(
             "learning_rate", "info",
-            f"{owner}, {fmt(rate / default)}x Keras's default for {name} ({fmt(default)}).",
+            f"{owner}{how}, {fmt(step / default)}x Keras's default for {name} ({fmt(default)}).",
             onset_step=0, onset_epoch=0, evidence=evidence,
             suggestion=f"Try {name}'s default learning rate ({fmt(default)}), then tune from there.",
         )]
     return _too_low(signals, thresholds, ratios, owner, evidence)
+
+
+def effective_rate(signals: Signals, rate: float | None, name: str | None) -> float | None:
+    """The learning rate as a step size: SGD with momentum `m` moves `rate / (1 - m)` per step.
+
+    Heavy-ball momentum sums past steps: at a steady gradient it moves
+    `1 / (1 - m)` times the plain step (10x for `momentum=0.9`), so an SGD
+    rate is compared with its default through this (Goodfellow et al.,
+    "Deep Learning", 8.3.2). Other optimizers keep `rate`.
+
+    Example:
+
+    >>> s = Signals(model={"optimizer": {"class": "SGD", "learning_rate": 0.05, "momentum": 0.9}})
+    >>> round(effective_rate(s, 0.05, "SGD"), 3)
+    0.5
+    """
+    if rate is None:
+        return None
+    momentum = ((signals.model or {}).get("optimizer") or {}).get("momentum")
+    if name == "SGD" and isinstance(momentum, (int, float)) and 0 < momentum < 1:
+        return rate / (1.0 - momentum)
+    return rate
 
 
 def _too_low(signals, thresholds, ratios, owner, evidence) -> list[Finding]:
@@ -206,4 +235,4 @@ def _too_low(signals, thresholds, ratios, owner, evidence) -> list[Finding]:
     )]
 
 
-__all__ = ["learning_rate", "optimizer_text"]
+__all__ = ["effective_rate", "learning_rate", "optimizer_text"]
