@@ -44,6 +44,7 @@ import tensorflow as tf
 from tfguard.checks.labels import Labels
 from tfguard.firewall import checkpoints, probes, stats
 from tfguard.firewall.checkpoints import Flag, Slot
+from tfguard.firewall.config import HOLD_BYTES
 from tfguard.firewall.gate import Gate
 from tfguard.hooks import keras_compat, taps
 from tfguard.hooks.branch import rare_cond
@@ -227,6 +228,7 @@ def make_step(model: keras.Model, inst, original) -> callable:
 
         if kinds and inst.wanted.weights:
             context.record_flag = inst.record_flag
+        context.hold_bytes = config.hold_bytes if config is not None else HOLD_BYTES
         if kinds:
             context.door_hooks.append(lambda update: _gradient_stats(context, update, inst.record_flag))
         if kinds and "gradients" in inst.wanted.histograms:

@@ -130,6 +130,16 @@ def dry_run(optimizer, grads: list, variables: list, each=None, after=None) -> l
     return written
 
 
+def state_bytes(variables) -> int:
+    """The bytes of `variables` (shapes known at trace time; unknown sizes count 0)."""
+    total = 0
+    for variable in variables:
+        size = tf.TensorShape(variable.shape).num_elements()
+        if size:
+            total += size * tf.as_dtype(variable.dtype).size
+    return total
+
+
 def weight_table(members: list, record_flag) -> tf.Tensor:
     """On recording steps, `[k, 3]` float32: each weight's squared norm before, of its change and after.
 
@@ -173,4 +183,4 @@ def _is_float(variable) -> bool:
         return False
 
 
-__all__ = ["dry_run", "supports", "weight_table", "weight_table_of_update"]
+__all__ = ["dry_run", "state_bytes", "supports", "weight_table", "weight_table_of_update"]
