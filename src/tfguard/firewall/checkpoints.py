@@ -28,6 +28,7 @@ import tensorflow as tf
 
 from tfguard.checks.contract import Contract
 from tfguard.firewall import stats
+from tfguard.hooks.branch import rare_cond
 from tfguard.hooks.context import StepContext
 
 CHECKPOINTS = ("data", "forward", "loss", "gradients", "update")
@@ -84,7 +85,8 @@ def counted_flag(slot: Slot, tensor: tf.Tensor, reducer: stats.Reducer | None = 
     total = tensor.shape.num_elements()
     ok = tf.math.is_finite((reducer or stats.Reducer()).sums([tensor])[0])
     size = tf.constant(float(total)) if total is not None else tf.cast(tf.size(tensor), tf.float32)
-    counts = tf.cond(ok, lambda: tf.stack([0.0, 0.0, 0.0, size]), lambda: nonfinite_counts([tensor])[0])
+    counts = rare_cond(tf.logical_not(ok), lambda: nonfinite_counts([tensor])[0],
+                       lambda: tf.stack([0.0, 0.0, 0.0, size]))
     return Flag(slot, ok=ok, counts=counts)
 
 
@@ -129,7 +131,7 @@ def finite_ok(tensors: list[tf.Tensor], counts: bool = False, reducer: stats.Red
         flags = tf.ones([n], tf.bool)
         return (flags, tf.zeros([n, 4])) if counts else flags
 
-    return tf.cond(all_finite, good, exact)
+    return rare_cond(tf.logical_not(all_finite), exact, good)
 
 
 def nonfinite_counts(tensors: list[tf.Tensor]) -> tf.Tensor:

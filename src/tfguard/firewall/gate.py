@@ -56,16 +56,6 @@ def flag_key(flag: Flag) -> tuple:
     return flag.slot, id(flag.tensor if flag.tensor is not None else flag.ok)
 
 
-def state_bytes(variables) -> int:
-    """The bytes of `variables` (shapes known at trace time; unknown sizes count 0)."""
-    total = 0
-    for variable in variables:
-        size = tf.TensorShape(variable.shape).num_elements()
-        if size:
-            total += size * tf.as_dtype(variable.dtype).size
-    return total
-
-
 def gate_ok(flags: list[Flag], policy: str, reducer: stats.Reducer) -> tf.Tensor:
     """Whether the step may write, from the flags so far (`warn`: only those that must reject)."""
     relevant = flags if policy != "warn" else [f for f in flags if f.slot.must_reject]
@@ -128,7 +118,7 @@ class Gate:
         strategy = tf.distribute.get_strategy()
         if tf.distribute.has_strategy() and strategy.num_replicas_in_sync > 1:
             return False
-        return state_bytes([*update.variables, *update.optimizer.variables]) > self.hold_bytes
+        return dry_run.state_bytes([*update.variables, *update.optimizer.variables]) > self.hold_bytes
 
     def __call__(self, update) -> tf.Tensor | None:
         """The flag `apply` runs under, or `None` to hold this update instead."""
@@ -214,4 +204,4 @@ class Gate:
         return frozenset()
 
 
-__all__ = ["Gate", "GateEntry", "flag_key", "gate_ok", "state_bytes"]
+__all__ = ["Gate", "GateEntry", "flag_key", "gate_ok"]

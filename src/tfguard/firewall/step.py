@@ -44,8 +44,10 @@ import tensorflow as tf
 from tfguard.checks.labels import Labels
 from tfguard.firewall import checkpoints, probes, stats
 from tfguard.firewall.checkpoints import Flag, Slot
+from tfguard.firewall.config import HOLD_BYTES
 from tfguard.firewall.gate import Gate
 from tfguard.hooks import keras_compat, taps
+from tfguard.hooks.branch import rare_cond
 from tfguard.hooks.context import ORIGINAL_STEP, StepContext
 
 OUTPUT_KEY = "_tfguard"
@@ -226,6 +228,7 @@ def make_step(model: keras.Model, inst, original) -> callable:
 
         if kinds and inst.wanted.weights:
             context.record_flag = inst.record_flag
+        context.hold_bytes = config.hold_bytes if config is not None else HOLD_BYTES
         if kinds:
             context.door_hooks.append(lambda update: _gradient_stats(context, update, inst.record_flag))
         if kinds and "gradients" in inst.wanted.histograms:
@@ -278,12 +281,12 @@ def make_step(model: keras.Model, inst, original) -> callable:
             # One recording trace: the host's flags say what this step computes (a step that
             # records nothing runs neither branch).
             if groups:
-                outputs["signals"] = tf.cond(
+                outputs["signals"] = rare_cond(
                     tf.convert_to_tensor(inst.record_flag),
                     lambda: probes.signals_of(groups),
                     lambda: tf.zeros([len(scalar_keys)]))
             if hists:
-                outputs["histograms"] = tf.cond(
+                outputs["histograms"] = rare_cond(
                     tf.convert_to_tensor(inst.histogram_flag),
                     lambda: probes.histograms_of(hists),
                     lambda: tf.zeros([len(hists), probes.HIST_BUCKETS, 3]))

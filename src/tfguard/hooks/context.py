@@ -112,6 +112,7 @@ class StepContext:
         self.record_flag = None  # set when listeners want weight norms and update ratios
         self.weight_stats: dict = {}  # tf variable id -> ([k, 3] squared norms before/change/after, row)
         self.restores = False  # whether a rejected step is rolled back (a guard): held values are copies anyway
+        self.hold_bytes = None  # set by the step: an update with more state is never held for its statistics
         self._pending = None  # what the next apply must wait for
         self.door_hooks: list[Callable] = []  # hook(update) -> a tensor the update's apply waits for, or None
         self.gradient_buckets: dict = {}  # variable id -> its gradient's histogram, bucketed at the door
@@ -156,9 +157,12 @@ class StepContext:
         self.updates.append(update)
         ok = self.gate(update) if self.gate is not None else None
         if ok is None and self.record_flag is not None and not self.restores and scale is None \
-                and dry_run.supports(optimizer) and not tf.executing_eagerly():
-            # not held for a rollback: the weight statistics come from a dry run on recording
-            # steps, before the update writes, rather than from a value held across it (a copy)
+                and dry_run.supports(optimizer) and not tf.executing_eagerly() \
+                and self.hold_bytes is not None \
+                and dry_run.state_bytes([*variables, *optimizer.variables]) > self.hold_bytes:
+            # a large update not held for a rollback: its weight statistics come from a dry run on
+            # recording steps, before it writes, rather than from a value held across it (a copy);
+            # a small one is held (its copy is small, a dry run costs ops per variable)
             table, members = dry_run.weight_table_of_update(optimizer, update.gradients, variables,
                                                            self.record_flag)
             for row, variable in enumerate(members):

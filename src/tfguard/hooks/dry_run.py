@@ -39,6 +39,8 @@ import keras
 import tensorflow as tf
 from keras.src.optimizers.base_optimizer import BaseOptimizer
 
+from tfguard.hooks.branch import rare_cond
+
 _NEUTRAL = ("assign", "assign_add", "assign_sub", "_backend_update_step", "_apply_weight_decay")
 
 
@@ -128,6 +130,16 @@ def dry_run(optimizer, grads: list, variables: list, each=None, after=None) -> l
     return written
 
 
+def state_bytes(variables) -> int:
+    """The bytes of `variables` (shapes known at trace time; unknown sizes count 0)."""
+    total = 0
+    for variable in variables:
+        size = tf.TensorShape(variable.shape).num_elements()
+        if size:
+            total += size * tf.as_dtype(variable.dtype).size
+    return total
+
+
 def weight_table(members: list, record_flag) -> tf.Tensor:
     """On recording steps, `[k, 3]` float32: each weight's squared norm before, of its change and after.
 
@@ -146,7 +158,7 @@ def weight_table(members: list, record_flag) -> tf.Tensor:
         new = [tf.cast(value, tf.float32) for value in values]
         return tf.stack([squares(old), squares([n - o for n, o in zip(new, old)]), squares(new)], axis=1)
 
-    return tf.cond(tf.convert_to_tensor(record_flag), compute, lambda: tf.zeros([len(members), 3]))
+    return rare_cond(tf.convert_to_tensor(record_flag), compute, lambda: tf.zeros([len(members), 3]))
 
 
 def weight_table_of_update(optimizer, grads: list, variables: list, record_flag) -> tuple[tf.Tensor, list]:
@@ -160,7 +172,7 @@ def weight_table_of_update(optimizer, grads: list, variables: list, record_flag)
         values = {id(v): value for v, value in dry_run(optimizer, grads, variables)}
         return weight_table([(v, values[id(v)]) for v in members], True)
 
-    table = tf.cond(tf.convert_to_tensor(record_flag), compute, lambda: tf.zeros([len(members), 3]))
+    table = rare_cond(tf.convert_to_tensor(record_flag), compute, lambda: tf.zeros([len(members), 3]))
     return table, members
 
 
@@ -171,4 +183,4 @@ def _is_float(variable) -> bool:
         return False
 
 
-__all__ = ["dry_run", "supports", "weight_table", "weight_table_of_update"]
+__all__ = ["dry_run", "state_bytes", "supports", "weight_table", "weight_table_of_update"]

@@ -35,6 +35,8 @@ import dataclasses
 import keras
 import tensorflow as tf
 
+from tfguard.hooks.branch import rare_cond
+
 
 def tf_variable(variable):
     """The TensorFlow variable behind a Keras variable (or the variable itself)."""
@@ -138,7 +140,7 @@ class Transaction:
                     h.tf_variable.assign(h.before)
                 return tf.constant(True)
 
-            tf.cond(reject, restore_local, lambda: tf.constant(False))
+            rare_cond(reject, restore_local, lambda: tf.constant(False))
         if not shared:
             return
         variables = [h.tf_variable for h in shared]
@@ -157,7 +159,7 @@ class Transaction:
                         variable.assign(value, read_value=False)
                 return tf.constant(True)
 
-            tf.cond(reject, restore, lambda: tf.constant(False))
+            rare_cond(reject, restore, lambda: tf.constant(False))
 
         if not strategy_wide:
             restore_shared(tf.distribute.get_strategy(), reject, values)

@@ -1,0 +1,47 @@
+"""A `tf.cond` for a branch that rarely runs, kept as one functional `If` in the graph.
+
+Inside a `tf.function` (without XLA) TensorFlow lowers a `tf.cond` to
+`Switch`/`Merge` nodes: one `Switch` per tensor the branch captures, run on
+every step whether the branch runs or not. The guard's rare branches capture
+a lot: the restore of a rejected step takes every held value, the exact
+NaN/Inf count every checked tensor, a recording step's signals every
+gradient and weight. Kept functional, such a branch costs one `If` op on the
+steps that do not take it, whatever it captures. XLA compiles the `If` as
+it would any cond. Under a `tf.distribute` strategy the cond is lowered as
+usual (a functional `If` cannot take variables placed on several devices).
+
+Example:
+
+>>> import tensorflow as tf
+>>> @tf.function
+... def f(p):
+...     return rare_cond(p, lambda: tf.constant(1), lambda: tf.constant(0))
+>>> int(f(tf.constant(True))), int(f(tf.constant(False)))
+(1, 0)
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+from tensorflow.core.framework import attr_value_pb2
+
+_KEEP = attr_value_pb2.AttrValue(b=False)
+_IF = ("If", "StatelessIf")
+
+
+def rare_cond(pred, true_fn, false_fn):
+    """`tf.cond(pred, true_fn, false_fn)`, not lowered to `Switch`/`Merge` (eagerly or under a strategy: `tf.cond`)."""
+    out = tf.cond(pred, true_fn, false_fn)
+    if tf.executing_eagerly() or tf.distribute.has_strategy():
+        return out  # under a strategy the replicas' variables live on several devices: one If cannot hold them
+    for tensor in tf.nest.flatten(out):
+        op = getattr(tensor, "op", None)
+        while op is not None and op.type not in _IF and op.inputs:
+            op = op.inputs[0].op
+        if op is not None and op.type in _IF:
+            op._set_attr("_lower_using_switch_merge", _KEEP)
+            break
+    return out
+
+
+__all__ = ["rare_cond"]
