@@ -6,8 +6,10 @@ symptom it explains was found, and stays a remark otherwise.
 
 The first line a user reads should be the cause (inputs that reach 255, a
 learning rate far too high, a loss that does not fit the output), not what
-it produced (a NaN loss, dead ReLUs, no learning). `by_cause` puts the data
-and configuration findings first, then the training symptoms; a symptom that
+it produced (a NaN loss, dead ReLUs, no learning). `by_cause` puts the
+violated invariants of the program (`INVARIANTS`: a loss that ignores the
+labels, outputs mixed across the batch, ...) first, then the data and
+configuration findings, then the training symptoms; a symptom that
 a listed cause can produce gets that cause (`Finding.cause`) and its message
 says so: "... most likely because inputs reach 255 and SGD's learning rate
 is 0.05".
@@ -31,12 +33,23 @@ import dataclasses
 
 from tfguard.findings import Finding, fmt, severity_rank
 
-#: Data and configuration problems, in the order they are listed (first: most fundamental).
-CAUSES = ("label_range", "loss_activation_mismatch", "unnormalized_input", "learning_rate",
+#: Invariants of a correct program that are violated (`tfguard.invariants`): bugs in the
+#: program itself, listed before everything they produce.
+INVARIANTS = ("labels_ignored", "untrained_variable", "trained_unused", "batch_dependence",
+              "training_mode_leak", "collapsed_output")
+
+#: Program, data and configuration problems, in the order they are listed (first: most fundamental).
+CAUSES = (*INVARIANTS, "label_range", "loss_activation_mismatch", "unnormalized_input", "learning_rate",
           "pipeline_order", "python_in_pipeline")
 
 #: What each cause can produce.
 EXPLAINS = {
+    "labels_ignored": {"no_learning", "slow_convergence", "oscillating_loss", "overfitting"},
+    "untrained_variable": {"no_learning", "slow_convergence", "vanishing_gradient", "dead_relu"},
+    "trained_unused": {"overfitting"},
+    "batch_dependence": {"oscillating_loss", "slow_convergence", "no_learning", "overfitting"},
+    "training_mode_leak": {"overfitting", "oscillating_loss"},
+    "collapsed_output": {"no_learning", "slow_convergence"},
     "label_range": {"nonfinite", "no_learning", "slow_convergence", "oscillating_loss",
                     "exploding_gradient"},
     "loss_activation_mismatch": {"nonfinite", "no_learning", "slow_convergence", "dead_relu",
@@ -47,6 +60,14 @@ EXPLAINS = {
                       "no_learning", "slow_convergence", "oscillating_loss"},
     "pipeline_order": {"oscillating_loss", "no_learning", "slow_convergence"},
     "python_in_pipeline": {"input_bound"},
+}
+_INVARIANT_CLAUSES = {
+    "labels_ignored": "the loss ignores the labels",
+    "untrained_variable": "no gradient reaches some trainable variables",
+    "trained_unused": "training changes variables inference never reads",
+    "batch_dependence": "outputs depend on the rest of the batch",
+    "training_mode_leak": "inference runs in training mode",
+    "collapsed_output": "the output is the same for every input",
 }
 _LOW_RATE_EXPLAINS = {"no_learning", "slow_convergence", "vanishing_gradient"}
 
@@ -74,6 +95,9 @@ def because(cause: Finding) -> str:
         return "batches arrive unshuffled"
     if cause.id == "python_in_pipeline":
         return "a pipeline stage runs Python"
+    if cause.id in _INVARIANT_CLAUSES:
+        where = f" ('{cause.where}')" if cause.where else ""
+        return _INVARIANT_CLAUSES[cause.id] + where
     return cause.id.replace("_", " ")
 
 
@@ -114,4 +138,4 @@ def by_cause(findings: list[Finding]) -> list[Finding]:
     return causes + linked
 
 
-__all__ = ["CAUSES", "EXPLAINS", "because", "by_cause"]
+__all__ = ["CAUSES", "EXPLAINS", "INVARIANTS", "because", "by_cause"]
