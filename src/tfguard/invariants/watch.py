@@ -214,9 +214,14 @@ def watch(model: keras.Model, step: Callable[[], int] | None = None) -> Invarian
     return found
 
 
+def forget(model: keras.Model) -> None:
+    """Drops the model's watch: its next fit checks everything again (a benchmark of the one-time cost)."""
+    _WATCHES.pop(model, None)
+
+
 def watch_of(model: keras.Model) -> InvariantWatch | None:
     """The model's `InvariantWatch` if one was made, else `None`."""
     return _WATCHES.get(model)
 
 
-__all__ = ["BATCH_ROWS", "InvariantWatch", "watch", "watch_of"]
+__all__ = ["BATCH_ROWS", "InvariantWatch", "forget", "watch", "watch_of"]
