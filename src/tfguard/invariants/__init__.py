@@ -37,7 +37,7 @@ True
 from tfguard.invariants.inference import batch_independence, collapse, determinism
 from tfguard.invariants.labels import labels_read
 from tfguard.invariants.variables import Fingerprints, trained_unused, untrained
-from tfguard.invariants.watch import InvariantWatch, watch, watch_of
+from tfguard.invariants.watch import InvariantWatch, forget, watch, watch_of
 
 __all__ = ["Fingerprints", "InvariantWatch", "batch_independence", "collapse", "determinism",
-           "labels_read", "trained_unused", "untrained", "watch", "watch_of"]
+           "forget", "labels_read", "trained_unused", "untrained", "watch", "watch_of"]

@@ -220,7 +220,7 @@ def collapse(model: keras.Model, x, seen: Seen | None = None) -> dict:
         return record
     if seen is None:
         with state_kept(model):
-            seen = forward(model, x)
+            seen = forward(model, x, models_only=True)
     candidates = [(r.path, r.arrays) for r in seen.layers if r.is_model]
     candidates.append((_model_name(model), seen.outputs))
     for where, arrays in candidates:

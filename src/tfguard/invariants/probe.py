@@ -67,13 +67,15 @@ def _numpy(value) -> list:
     return found
 
 
-def forward(model: keras.Model, x, *, training: bool = False) -> Seen:
+def forward(model: keras.Model, x, *, training: bool = False, models_only: bool = False) -> Seen:
     """Runs `model(x, training=training)` eagerly, recording layer outputs and variable reads.
 
     Args:
         model: a Keras model with a `call`.
         x: one batch of inputs.
         training: the mode asked of the model. Defaults to `False`.
+        models_only: record the outputs of nested models only (embeddings), not of
+            every layer: fewer taps for a check run at every epoch end. Defaults to `False`.
 
     Returns:
         A `Seen`.
@@ -83,6 +85,8 @@ def forward(model: keras.Model, x, *, training: bool = False) -> Seen:
             `NotImplementedError`).
     """
     layers = keras_compat.nested_layers(model)
+    if models_only:
+        layers = [layer for layer in layers if isinstance(layer, keras.Model)]
     added = [layer for layer in layers if not taps.is_tapped(layer)]
     taps.install(added)
     try:

@@ -36,6 +36,8 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import functools
+import time
 import weakref
 from collections.abc import Callable
 
@@ -49,6 +51,18 @@ BATCH_ROWS = 32
 """Examples of the first batch kept for the checks (the cost of each pass)."""
 
 _WATCHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _timed(method):
+    """Adds the host time a moment of the watch takes to `watch.seconds`."""
+    @functools.wraps(method)
+    def timed(self, *args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self.seconds += time.perf_counter() - start
+    return timed
 
 
 class InvariantWatch:
@@ -68,6 +82,8 @@ class InvariantWatch:
         self.fingerprints: variables.Fingerprints | None = None
         self.batch = None  # (x, y, sample_weight) of the first batch, at most BATCH_ROWS rows
         self.read: set[str] | None = None
+        self.seconds = 0.0  # host time spent in the checks (begin_fit, on_batch, end_epoch)
+        self.errors: list[str] = []  # checks that could not run on this program, and why
         self._epochs_done: set[int] = set()
         self._untrained_done = False
         self._collapse_done = False
@@ -103,6 +119,7 @@ class InvariantWatch:
         return int(keras.ops.convert_to_numpy(optimizer.iterations)) if optimizer is not None else 0
 
     # -- the moments ---------------------------------------------------------------
+    @_timed
     def begin_fit(self, epoch: int = 0) -> None:
         """At a fit's start: fingerprints (first fit only) and a request for the first batch."""
         model = self.model
@@ -117,6 +134,7 @@ class InvariantWatch:
             if peek is not None:
                 peek(self.on_batch)
 
+    @_timed
     def on_batch(self, data) -> None:
         """After the first step, with its batch: the structural checks."""
         model = self.model
@@ -135,8 +153,9 @@ class InvariantWatch:
             if has_call:
                 has_call = self._run(check, model, x)
         if has_call:
-            self._emit(_guarded(labels.labels_read, model, x, y, sample_weight))
+            self._emit(self._guarded(labels.labels_read, model, x, y, sample_weight))
 
+    @_timed
     def end_epoch(self, epoch: int) -> None:
         """At an epoch end (once per epoch, whichever callback asks first)."""
         model = self.model
@@ -147,11 +166,11 @@ class InvariantWatch:
         self._epoch = epoch
         if not self._untrained_done and self.fingerprints is not None:
             self._untrained_done = True
-            moved = _guarded(self.fingerprints.moved, model)
+            moved = self._guarded(self.fingerprints.moved, model)
             if isinstance(moved, list):
                 self._emit(self._untrained(model, moved))
         if not self._collapse_done and self.batch is not None and self.read is not None:
-            record = _guarded(inference.collapse, model, self.batch[0])
+            record = self._guarded(inference.collapse, model, self.batch[0])
             if record is not None and not record["ok"]:
                 self._collapse_done = True
                 self._emit(record)
@@ -165,8 +184,8 @@ class InvariantWatch:
             check(model, x)
         except NotImplementedError:
             return False
-        except Exception:  # noqa: BLE001 - a check that cannot run on a program says nothing
-            return True
+        except Exception as error:  # noqa: BLE001 - a check that cannot run on a program says nothing
+            self.errors.append(f"{check.__name__}: {type(error).__name__}: {error}")
         return True
 
     def _leak_and_mixing(self, model, x) -> None:
@@ -175,11 +194,19 @@ class InvariantWatch:
         if leak["ok"]:  # outputs that are random at inference compare nothing
             self._emit(inference.batch_independence(model, x))
 
+    def _guarded(self, fn, *args):
+        """`fn(*args)`, or `None` (the reason kept in `errors`) when it cannot run on this program."""
+        try:
+            return fn(*args)
+        except Exception as error:  # noqa: BLE001 - a check that cannot run on a program says nothing
+            self.errors.append(f"{fn.__name__}: {type(error).__name__}: {error}")
+            return None
+
     def _untrained(self, model, moved: list[str]) -> dict:
         still = [p for p in self.fingerprints.paths if p not in set(moved)]
         need = None
         if still and moved and self.batch is not None and self.read is not None:
-            need = _guarded(variables.needed, model, self.batch[0], still)
+            need = self._guarded(variables.needed, model, self.batch[0], still)
         return variables.untrained(model, moved, self.fingerprints.paths, self.read, need)
 
     def _trained_unused(self, model, x) -> None:
@@ -192,11 +219,6 @@ class InvariantWatch:
             self._emit(variables.trained_unused(model, moved, self.read))
 
 
-def _guarded(fn, *args):
-    try:
-        return fn(*args)
-    except Exception:  # noqa: BLE001 - a check that cannot run on a program says nothing
-        return None
 
 
 def watch(model: keras.Model, step: Callable[[], int] | None = None) -> InvariantWatch:
