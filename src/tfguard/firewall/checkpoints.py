@@ -61,6 +61,12 @@ class Flag:
     ok: tf.Tensor | None = None
     tensor: tf.Tensor | None = None
     result: object = None  # a data CheckResult (counted in the graph for several replicas)
+    counts: tf.Tensor | None = None  # a finiteness check already taken: [NaN, +Inf, -Inf, size]
+
+    @property
+    def finite(self) -> bool:
+        """Whether this is a finiteness check (its NaN/Inf counts come back on failure)."""
+        return self.tensor is not None or self.counts is not None
 
 
 def float_leaves(value) -> list[tf.Tensor]:
@@ -68,12 +74,26 @@ def float_leaves(value) -> list[tf.Tensor]:
     return [t for t in tf.nest.flatten(value) if isinstance(t, tf.Tensor) and t.dtype.is_floating]
 
 
+def counted_flag(slot: Slot, tensor: tf.Tensor, reducer: stats.Reducer | None = None) -> Flag:
+    """A finiteness flag taken now, its counts too (only when a value is not finite): `tensor` may die at once.
+
+    The flags a step decides on at its end keep their tensors alive until
+    then; a value that must not outlive this point (a gradient or a dry-run
+    update of a gated step, see `tfguard.firewall.gate`) is judged here.
+    """
+    total = tensor.shape.num_elements()
+    ok = tf.math.is_finite((reducer or stats.Reducer()).sums([tensor])[0])
+    size = tf.constant(float(total)) if total is not None else tf.cast(tf.size(tensor), tf.float32)
+    counts = tf.cond(ok, lambda: tf.stack([0.0, 0.0, 0.0, size]), lambda: nonfinite_counts([tensor])[0])
+    return Flag(slot, ok=ok, counts=counts)
+
+
 def finite_flags(checkpoint: str, named: dict) -> list[Flag]:
     """One `finite` flag per float tensor: `where -> tensor` (computed by `finite_ok`)."""
     return [Flag(Slot(checkpoint, where, "finite"), tensor=t) for where, t in named.items()]
 
 
-def finite_ok(tensors: list[tf.Tensor], counts: bool = False):
+def finite_ok(tensors: list[tf.Tensor], counts: bool = False, reducer: stats.Reducer | None = None):
     """Per tensor, whether every value is finite: a bool vector (and, with `counts`, the counts).
 
     A good step costs one sum per tensor: a finite sum of every tensor
@@ -90,13 +110,14 @@ def finite_ok(tensors: list[tf.Tensor], counts: bool = False):
         tensors: float tensors.
         counts: also return the `[n, 4]` counts of `nonfinite_counts`
             (zeros on a good step). Defaults to `False`.
+        reducer: the step's shared reductions (a sum already taken is
+            reused). Defaults to a new one.
 
     Returns:
         The flags, or `(flags, counts)` with `counts`.
     """
     n = len(tensors)
-    reducer = stats.Reducer()
-    sums = tf.stack([reducer.sum(stats.as_float32(t)) for t in tensors])
+    sums = (reducer or stats.Reducer()).sums(tensors)
 
     def exact():
         found = nonfinite_counts(tensors)
@@ -206,27 +227,40 @@ def gradients(context: StepContext) -> list[Flag]:
     for update in context.updates:
         if update.scale is not None:  # LossScaleOptimizer: non-finite is how it finds its scale
             continue
-        for variable, grad in zip(update.variables, update.gradients):
+        for variable, grad in zip(update.variables, update.dense_gradients()):
             if grad is None:
                 continue
-            label = f"gradient of '{_path(variable)}'"
+            label = f"gradient of '{variable_path(variable)}'"
             while label in named:
                 label += "'"
-            named[label] = tf.convert_to_tensor(grad)
-    return finite_flags("gradients", named)
+            named[label] = update.gradient_flags.get(id(grad), grad)
+    return [f if isinstance(f, Flag) else Flag(Slot("gradients", where, "finite"), tensor=f)
+            for where, f in named.items()]
 
 
-def update(context: StepContext) -> list[Flag]:
-    """Every held float variable after the step (weights, moving statistics, optimizer slots)."""
-    named = {}
+def update(context: StepContext, gate=None, final: bool = True) -> list[Flag]:
+    """Every held float variable after the step (weights, moving statistics, optimizer slots).
+
+    With a `gate` (`tfguard.firewall.gate.Gate`), a variable a gated update
+    writes is judged by its dry run (the value it would have), and the
+    others by their value at the gate, reused at the end unless something
+    after the gate may have written them.
+    """
+    flags = []
     for held in context.transaction.checked():
-        named[f"update of '{_path(held.variable)}'"] = tf.convert_to_tensor(held.tf_variable)
-    return finite_flags("update", named)
+        key = id(held.tf_variable)
+        if gate is not None and key in gate.update_flags:
+            flags.append(gate.update_flags[key])
+            continue
+        value = gate.state_value(held, final) if gate is not None else tf.convert_to_tensor(held.tf_variable)
+        flags.append(Flag(Slot("update", f"update of '{variable_path(held.variable)}'", "finite"), tensor=value))
+    return flags
 
 
-def _path(variable) -> str:
+def variable_path(variable) -> str:
+    """A variable's path as Keras names it (its name when it has no path)."""
     return getattr(variable, "path", None) or variable.name
 
 
-__all__ = ["CHECKPOINTS", "MUST_REJECT", "Flag", "Slot", "data", "finite_flags", "finite_ok", "float_leaves",
-           "forward", "gradients", "loss", "nonfinite_counts", "update"]
+__all__ = ["CHECKPOINTS", "MUST_REJECT", "Flag", "Slot", "counted_flag", "data", "finite_flags", "finite_ok", "float_leaves",
+           "forward", "gradients", "loss", "nonfinite_counts", "update", "variable_path"]

@@ -22,6 +22,8 @@ POLICIES = ("raise", "skip", "warn")
 FORWARD_MODES = ("output", "layers", "off")
 DEFAULT_QUARANTINE = "tfguard-quarantine"
 ENV_SWITCH = "TFGUARD"
+HOLD_BYTES = 32 * 2**20
+"""Updates of at most this much state are held (a copy); larger ones are checked before they are written."""
 
 
 def enabled_by_environment() -> bool:
@@ -50,6 +52,13 @@ class GuardConfig:
             Defaults to `5`.
         localize: replay a quarantined batch to name the first bad layer,
             variable and op before raising. Defaults to `True`.
+        hold_bytes: an optimizer update whose state (its variables and the
+            optimizer's slots) is at most this many bytes is held and put
+            back when the step is rejected (it costs a copy of that state);
+            a larger one is checked before it is written and applied only
+            when the step is accepted (`tfguard.firewall.gate`), at no
+            memory cost. `0` checks every update before it is written.
+            Defaults to `32 MiB`.
     """
 
     policy: str = "raise"
@@ -59,6 +68,7 @@ class GuardConfig:
     max_consecutive_skips: int = 10
     max_quarantined: int = 5
     localize: bool = True
+    hold_bytes: int = HOLD_BYTES
 
     def __post_init__(self):
         if self.policy not in POLICIES:
@@ -78,7 +88,7 @@ class GuardConfig:
             )
         if self.quarantine_dir is None:
             self.max_quarantined = 0
-        for name in ("max_consecutive_skips", "max_quarantined"):
+        for name in ("max_consecutive_skips", "max_quarantined", "hold_bytes"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 0:
                 raise ContractError(

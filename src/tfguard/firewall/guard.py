@@ -16,7 +16,12 @@ from __future__ import annotations
 import keras
 
 from tfguard.errors import ContractError
-from tfguard.firewall.config import DEFAULT_QUARANTINE, GuardConfig, enabled_by_environment
+from tfguard.firewall.config import (
+    DEFAULT_QUARANTINE,
+    HOLD_BYTES,
+    GuardConfig,
+    enabled_by_environment,
+)
 from tfguard.firewall.instrument import instrument, instrumentation_of
 
 
@@ -30,6 +35,7 @@ def guard(
     max_consecutive_skips: int = 10,
     max_quarantined: int = 5,
     localize: bool = True,
+    hold_bytes: int = HOLD_BYTES,
     enabled: bool | None = None,
 ) -> keras.Model:
     """Guards a Keras model's training: every step checked, a bad one leaves nothing behind.
@@ -71,6 +77,9 @@ def guard(
         max_quarantined: quarantine at most this many batches. Defaults to `5`.
         localize: replay a bad batch to name the first bad layer/variable/op
             before raising. Defaults to `True`.
+        hold_bytes: an optimizer update with at most this much state is held
+            and rolled back; a larger one is checked before it is written, at
+            no memory cost (`tfguard.firewall.gate`). Defaults to 32 MiB.
         enabled: `False` turns the guard off; `None` reads `TFGUARD`. Defaults to `None`.
 
     Returns:
@@ -91,6 +100,7 @@ def guard(
         max_consecutive_skips=max_consecutive_skips,
         max_quarantined=max_quarantined,
         localize=localize,
+        hold_bytes=hold_bytes,
     )
     if enabled is None:
         enabled = enabled_by_environment()

@@ -32,7 +32,7 @@ from tfguard.checks.contract import leaves
 from tfguard.firewall import stats
 from tfguard.firewall.checkpoints import float_leaves
 from tfguard.hooks.context import StepContext
-from tfguard.hooks.transaction import is_float
+from tfguard.hooks.transaction import is_float, tf_variable
 
 HIST_BUCKETS = 30
 NO_RATIO = -1.0
@@ -109,8 +109,8 @@ def build(model: keras.Model, context: StepContext, records: list, x, y, wanted:
         outputs = list(relus.values())
         groups.append(Group(list(relus), lambda: stats.dead_fractions(outputs)))
     if histograms and "gradients" in wanted.histograms:
-        for variable, grad in zip(variables, grads):
-            hists[tags.hist_gradients(variable.path)] = grad
+        for variable, grad in zip(variables, grads):  # bucketed at the optimizer's door when it could be
+            hists[tags.hist_gradients(variable.path)] = context.gradient_buckets.get(id(variable), grad)
     if wanted.weights:
         _weight_signals(model, context, groups)
     if histograms and "weights" in wanted.histograms:
@@ -137,10 +137,44 @@ def signals_of(groups: list[Group]) -> tf.Tensor:
     return tf.concat(parts, axis=0) if len(parts) > 1 else parts[0]
 
 
+@dataclasses.dataclass(frozen=True)
+class Bucketed:
+    """A histogram already bucketed: row `row` of a `[k, HIST_BUCKETS, 3]` table."""
+
+    table: tf.Tensor
+    row: int
+
+
+def gradient_buckets(update, flag) -> tf.Tensor | None:
+    """At the optimizer's door, on histogram steps: the buckets of the update's gradients.
+
+    Bucketed before the update is applied, so the gradients die with the
+    update as in a step that records nothing, rather than living until the
+    step's end. Fills `update`'s context-side map through the caller.
+    """
+    grads = [g for g in update.unscaled() if g is not None]
+    if not grads:
+        return None
+    return tf.cond(tf.convert_to_tensor(flag), lambda: stats.buckets_many(grads, HIST_BUCKETS),
+                   lambda: tf.zeros([len(grads), HIST_BUCKETS, 3]))
+
+
 def histograms_of(values: dict) -> tf.Tensor:
     """`[n, HIST_BUCKETS, 3]` buckets of every histogram value (read now: weights after the update)."""
-    return stats.buckets_many([v() if callable(v) else tf.convert_to_tensor(v) for v in values.values()],
-                              HIST_BUCKETS)
+    raw = [(i, v) for i, v in enumerate(values.values()) if not isinstance(v, Bucketed)]
+    ready = [(i, v.table[v.row]) for i, v in enumerate(values.values()) if isinstance(v, Bucketed)]
+    parts, order = [], []
+    if raw:
+        parts.append(stats.buckets_many([v() if callable(v) else tf.convert_to_tensor(v) for _, v in raw],
+                                        HIST_BUCKETS))
+        order += [i for i, _ in raw]
+    if ready:
+        parts.append(tf.stack([t for _, t in ready]))
+        order += [i for i, _ in ready]
+    out = tf.concat(parts, axis=0) if len(parts) > 1 else parts[0]
+    if order != list(range(len(order))):
+        out = tf.gather(out, [order.index(i) for i in range(len(order))])
+    return out
 
 
 def _gradients(context: StepContext) -> tuple[list, list]:
@@ -211,30 +245,47 @@ def _input_signals(x, y, groups) -> None:
 
 
 def _weight_signals(model, context: StepContext, groups) -> None:
-    """`weight_norm/<layer>` and `update_ratio/<layer>` from the held values before the step."""
+    """`weight_norm/<layer>` and `update_ratio/<layer>`: from the held values before the step,
+    or, for a gated update (nothing held), from the squared norms its gate took."""
     members: list = []
     seen: set[int] = set()
+    gated = context.weight_stats
     for update in context.updates:
         for variable in update.variables:
+            key = id(tf_variable(variable))
+            if key in seen or not is_float(variable):
+                continue
+            if key in gated:
+                seen.add(key)
+                members.append((variable, None, gated[key]))
+                continue
             before = context.transaction.before(variable)
-            if before is not None and is_float(variable) and id(variable) not in seen:
-                seen.add(id(variable))
-                members.append((variable, before))
+            if before is not None:
+                seen.add(key)
+                members.append((variable, before, None))
     if not members:
         return
-    layers, index = _by_layer(model, [v for v, _ in members])
+    layers, index = _by_layer(model, [v for v, _, _ in members])
 
     def compute():
         segments = tf.constant(index, tf.int32)
-        after = [stats.as_float32(tf.convert_to_tensor(v)) for v, _ in members]
-        old = [stats.as_float32(b) for _, b in members]
-        weight, delta, base = (
-            tf.sqrt(tf.math.unsorted_segment_sum(stats.squared_norms(values), segments, len(layers)))
-            for values in (after, [w - b for w, b in zip(after, old)], old))
+        rows = []
+        for variable, before, taken in members:
+            if taken is not None:
+                table, row = taken
+                rows.append(table[row])
+                continue
+            after = stats.as_float32(tf.convert_to_tensor(variable))
+            old = stats.as_float32(before)
+            rows.append(tf.stack(stats.squared_norms([old, after - old, after])))
+        squares = tf.stack(rows)  # [k, 3]: before, change, after
+        base, delta, weight = (tf.sqrt(tf.math.unsorted_segment_sum(squares[:, i], segments, len(layers)))
+                               for i in range(3))
         ratio = tf.where(tf.equal(base, 0.0), tf.constant(NO_RATIO), delta / base)
         return tf.concat([weight, ratio], axis=0)
 
     groups.append(Group([*map(tags.weight_norm, layers), *map(tags.update_ratio, layers)], compute))
 
 
-__all__ = ["HIST_BUCKETS", "NO_RATIO", "Group", "Wanted", "build", "histograms_of", "layer_key", "signals_of"]
+__all__ = ["HIST_BUCKETS", "NO_RATIO", "Bucketed", "Group", "Wanted", "build", "gradient_buckets", "histograms_of",
+           "layer_key", "signals_of"]

@@ -109,6 +109,24 @@ class Reducer:
         self._axes: dict[tuple[int, bool], tf.Tensor] = {}
         self._flat_shape = None
         self._zero = None
+        self._sums: dict[int, tuple[tf.Tensor, tf.Tensor]] = {}
+
+    def sums(self, tensors: list[tf.Tensor]) -> tf.Tensor:
+        """`[n]` float32: the sum of each tensor, each taken once per reducer (a second call reuses it).
+
+        A finite sum means every value is finite: the cheap half of a
+        finiteness check. Sums taken in another graph (a branch) are taken again.
+        """
+        graph = tf.compat.v1.get_default_graph() if not tf.executing_eagerly() else None
+        out = []
+        for t in tensors:
+            known = self._sums.get(id(t))
+            if known is None or known[0] is not t or graph is None or known[1].graph is not graph:
+                known = (t, self.sum(as_float32(t)))
+                if graph is not None:
+                    self._sums[id(t)] = known
+            out.append(known[1])
+        return tf.stack(out)
 
     def _axes_of(self, rank: int, last: bool) -> tf.Tensor:
         axes = self._axes.get((rank, last))
@@ -186,14 +204,22 @@ def buckets(values: tf.Tensor, count: int = 30, *, xla: bool = False) -> tf.Tens
     return tf.stack([left, left + width, counts], axis=1)
 
 
-def buckets_many(tensors: list[tf.Tensor], count: int = 30) -> tf.Tensor:
-    """`[n, count, 3]`: the `buckets` of each tensor, in one pass over all of them.
+HISTOGRAM_CHUNK = 2**19
+"""Values bucketed at once: histograms need O(this) working memory, whatever the model's size."""
 
-    The tensors are flattened and concatenated; each gets its own min-max
-    edges and counts by one segment sum, so a step with a hundred
-    histograms traces one or two ops per tensor and a dozen in all, instead
-    of a hundred calls of `buckets` (and holds under XLA: no
-    `histogram_fixed_width`).
+
+def buckets_many(tensors: list[tf.Tensor], count: int = 30, chunk: int = HISTOGRAM_CHUNK) -> tf.Tensor:
+    """`[n, count, 3]`: the `buckets` of each tensor, in bounded working memory.
+
+    Tensors of at most `chunk` values are packed into groups of at most
+    `chunk` values, each group flattened, concatenated and bucketed in one
+    pass (each tensor gets its own min-max edges and counts by one segment
+    sum: a step with a hundred histograms traces a dozen ops, not a hundred
+    calls of `buckets`). A larger tensor is bucketed on its own, `chunk`
+    values at a time in a loop (`buckets_chunked`). The groups run one
+    after another, so the working memory is a few times `chunk` values,
+    never a copy of the model. Holds under XLA (no `histogram_fixed_width`,
+    static shapes when sizes are known).
 
     Example:
 
@@ -201,6 +227,42 @@ def buckets_many(tensors: list[tf.Tensor], count: int = 30) -> tf.Tensor:
     >>> many.shape, many[0, :, 2].numpy().tolist(), many[1, :, 2].numpy().tolist()
     (TensorShape([2, 2, 3]), [1.0, 2.0], [1.0, 0.0])
     """
+    plan: list[list[int]] = []
+    size = 0
+    for i, t in enumerate(tensors):
+        n = t.shape.num_elements()
+        if n is not None and n > chunk:
+            plan.append([i])
+            size = chunk  # nothing joins a large tensor's group
+            continue
+        if not plan or size + (n or 0) > chunk or len(plan[-1]) == 1 and _large(tensors[plan[-1][0]], chunk):
+            plan.append([])
+            size = 0
+        plan[-1].append(i)
+        size += n or 0
+    parts, order, previous = [], [], None
+    for group in plan:
+        with tf.control_dependencies([previous] if previous is not None else []):
+            if len(group) == 1 and _large(tensors[group[0]], chunk):
+                part = buckets_chunked(tensors[group[0]], count, chunk)[None]
+            else:
+                part = _buckets_packed([tensors[i] for i in group], count)
+        parts.append(part)
+        order += group
+        previous = part
+    out = tf.concat(parts, axis=0) if len(parts) > 1 else parts[0]
+    if order != list(range(len(tensors))):
+        out = tf.gather(out, [order.index(i) for i in range(len(tensors))])
+    return out
+
+
+def _large(t: tf.Tensor, chunk: int) -> bool:
+    n = t.shape.num_elements()
+    return n is not None and n > chunk
+
+
+def _buckets_packed(tensors: list[tf.Tensor], count: int) -> tf.Tensor:
+    """`[n, count, 3]` of small tensors: flattened, concatenated, one segment sum."""
     n = len(tensors)
     reducer = Reducer()
     flat = [reducer.flat(as_float32(t)) for t in tensors]
@@ -214,9 +276,58 @@ def buckets_many(tensors: list[tf.Tensor], count: int = 30) -> tf.Tensor:
     index = tf.cast(tf.floor((x - tf.gather(low, segment)) / tf.gather(width, segment)), tf.int32)
     index = tf.clip_by_value(index, 0, count - 1) + segment * count
     counts = tf.reshape(tf.math.unsorted_segment_sum(tf.ones_like(x), index, n * count), [n, count])
+    return _layout(low, width, counts, count)
+
+
+def _layout(low: tf.Tensor, width: tf.Tensor, counts: tf.Tensor, count: int) -> tf.Tensor:
+    """TensorBoard's `[n, count, 3]` (left edge, right edge, count) from edges and counts."""
     low, width = tf.expand_dims(low, 1), tf.expand_dims(width, 1)
     left = low + width * tf.constant([list(map(float, range(count)))])
     return tf.stack([left, left + width, counts], axis=2)
+
+
+def buckets_chunked(values: tf.Tensor, count: int = 30, chunk: int = HISTOGRAM_CHUNK) -> tf.Tensor:
+    """`[count, 3]` buckets of one large tensor, `chunk` values at a time (the same buckets as `buckets_many`).
+
+    Two loops over the flattened tensor: the min and max of its finite view
+    (non-finite values count as 0, as in `buckets`), then the counts. Each
+    pass reads a static `chunk`-sized slice; the last slice is moved back to
+    end at the tensor's end, and the values it shares with the slice before
+    are not counted twice. Working memory: a few times `chunk` values.
+
+    Example:
+
+    >>> b = buckets_chunked(tf.range(10, dtype=tf.float32), 2, chunk=4)
+    >>> b[:, 2].numpy().tolist(), b[0, 0].numpy().item(), b[1, 1].numpy().item()
+    ([5.0, 5.0], 0.0, 9.0)
+    """
+    flat = tf.reshape(values, [-1])
+    n = flat.shape.num_elements()
+    if n is None or n <= chunk:
+        return _buckets_packed([values], count)[0]
+    steps = -(-n // chunk)
+
+    def piece(i):
+        start = tf.minimum(i * chunk, n - chunk)
+        return start, _finite(tf.slice(flat, tf.reshape(start, [1]), [chunk]))
+
+    def extremes(i, low, high):
+        _, x = piece(i)
+        return i + 1, tf.minimum(low, tf.reduce_min(x)), tf.maximum(high, tf.reduce_max(x))
+
+    _, low, high = tf.while_loop(lambda i, *_: i < steps, extremes,
+                                 (tf.constant(0), tf.constant(float("inf")), tf.constant(float("-inf"))))
+    width = tf.where(high > low, (high - low) / count, 1.0)
+    offsets = tf.range(chunk)
+
+    def counting(i, counts):
+        start, x = piece(i)
+        fresh = tf.cast(start + offsets >= i * chunk, tf.float32)  # the last slice's overlap counts once
+        index = tf.clip_by_value(tf.cast(tf.floor((x - low) / width), tf.int32), 0, count - 1)
+        return i + 1, counts + tf.math.unsorted_segment_sum(fresh, index, count)
+
+    _, counts = tf.while_loop(lambda i, _: i < steps, counting, (tf.constant(0), tf.zeros([count])))
+    return _layout(low[None], width[None], counts[None], count)[0]
 
 
 def segment_ids(tensors: list[tf.Tensor]) -> tf.Tensor:

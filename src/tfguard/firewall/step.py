@@ -42,8 +42,9 @@ import keras
 import tensorflow as tf
 
 from tfguard.checks.labels import Labels
-from tfguard.firewall import checkpoints, probes
+from tfguard.firewall import checkpoints, probes, stats
 from tfguard.firewall.checkpoints import Flag, Slot
+from tfguard.firewall.gate import Gate
 from tfguard.hooks import keras_compat, taps
 from tfguard.hooks.context import ORIGINAL_STEP, StepContext
 
@@ -108,7 +109,7 @@ def _sanitize(contract, data):
     return data
 
 
-def decide(flags: list[Flag], policy: str) -> dict:
+def decide(flags: list[Flag], policy: str, reducer: stats.Reducer | None = None) -> dict:
     """One decision from every flag, the same on every replica (the flags are all-reduced).
 
     Returns `failures` (per slot, how many replicas failed it), `applied`,
@@ -116,17 +117,22 @@ def decide(flags: list[Flag], policy: str) -> dict:
     `finite_counts` (NaN/+Inf/-Inf/size per finite slot, computed only then).
     """
     finite = [f for f in flags if f.tensor is not None]
-    others = [f for f in flags if f.tensor is None]
-    parts = []
+    taken = [f for f in flags if f.tensor is None and f.counts is not None]  # judged earlier in the step
+    others = [f for f in flags if f.tensor is None and f.counts is None]
+    parts, rows = [], []
     if finite:
         # one cond: on a good step one sum per tensor; only a non-finite sum costs the exact
         # per-tensor flags and their NaN/Inf counts
-        finite_flags, counts = checkpoints.finite_ok([f.tensor for f in finite], counts=True)
+        finite_flags, counts = checkpoints.finite_ok([f.tensor for f in finite], counts=True, reducer=reducer)
         parts.append(finite_flags)
+        rows.append(counts)
+    if taken:
+        parts.append(tf.stack([f.ok for f in taken]))
+        rows.append(tf.stack([f.counts for f in taken]))
     if others:
         parts.append(tf.stack([f.ok for f in others]))
     ok = tf.concat(parts, axis=0) if len(parts) > 1 else parts[0]
-    position = {id(f): i for i, f in enumerate(finite + others)}
+    position = {id(f): i for i, f in enumerate(finite + taken + others)}
     order = [position[id(f)] for f in flags]
     if order != list(range(len(flags))):
         ok = tf.gather(ok, order)
@@ -137,7 +143,12 @@ def decide(flags: list[Flag], policy: str) -> dict:
     reject = must_reject if policy == "warn" else tf.reduce_any(failed)
     decision = {"failures": failures, "applied": tf.cast(tf.logical_not(reject), tf.float32),
                 "reject": reject}
-    if finite:
+    if rows:
+        counts = tf.concat(rows, axis=0) if len(rows) > 1 else rows[0]
+        counted = {id(f): i for i, f in enumerate(finite + taken)}
+        order = [counted[id(f)] for f in flags if f.finite]
+        if order != list(range(len(order))):
+            counts = tf.gather(counts, order)
         decision["finite_counts"] = _all_reduce_sum(counts)
     return decision
 
@@ -193,11 +204,33 @@ def make_step(model: keras.Model, inst, original) -> callable:
         if contract is not None:
             flags += checkpoints.data(contract, x, y, sample_weight, counted=not inst.in_graph_batch)
         context = StepContext(model)
-        if config is not None:
-            hold_state(model, context)
+        reducer = stats.Reducer()
         layers_mode = config is not None and config.forward == "layers"
         want_taps = layers_mode or bool(kinds) or (config is not None and config.forward == "output")
-        with context.active(), (taps.recording() if want_taps else contextlib.nullcontext()) as tape:
+        tape = taps.Tape() if want_taps else None
+        data_flags = list(flags)
+
+        def collect(final: bool, logs=None) -> list[Flag]:
+            """The step's flags as of now: before an update (the gate), or at the end."""
+            records = tape.records if tape is not None else []
+            found = list(data_flags)
+            found += checkpoints.forward(config.forward, context, records if layers_mode else _direct(model, records))
+            found += checkpoints.loss(context, logs if final else {})
+            found += checkpoints.gradients(context)
+            found += checkpoints.update(context, context.gate, final)
+            return found
+
+        if kinds and inst.wanted.weights:
+            context.record_flag = inst.record_flag
+        if kinds and "gradients" in inst.wanted.histograms:
+            context.door_hooks.append(lambda update: _bucket_gradients(context, update, inst.histogram_flag))
+        if config is not None:
+            hold_state(model, context)
+            context.restores = True
+            context.gate = Gate(config.policy, config.hold_bytes, lambda: collect(final=False), reducer,
+                                context.weight_stats if context.record_flag is not None else None,
+                                context.record_flag)
+        with context.active(), (taps.recording(tape) if want_taps else contextlib.nullcontext()):
             logs = original(_sanitize(contract, data))
         records = tape.records if tape is not None else []
         if not isinstance(logs, dict):
@@ -208,13 +241,9 @@ def make_step(model: keras.Model, inst, original) -> callable:
         coverage: list[str] = []
         reject = tf.constant(False)
         if config is not None:
-            forward_records = records if layers_mode else _direct(model, records)
-            flags += checkpoints.forward(config.forward, context, forward_records)
-            flags += checkpoints.loss(context, user_logs)
-            flags += checkpoints.gradients(context)
-            flags += checkpoints.update(context)
+            flags = collect(final=True, logs=user_logs)
             coverage = _coverage(model, context, config)
-            decision = decide(flags, config.policy)
+            decision = decide(flags, config.policy, reducer)
             reject = decision.pop("reject")
             outputs.update(decision)
             counted = [f.result for f in flags if f.result is not None]
@@ -223,7 +252,7 @@ def make_step(model: keras.Model, inst, original) -> callable:
                     str(i): {k: _all_reduce_sum(tf.cast(v, tf.float32)) if k in _SUMMED
                              else tf.cast(v, tf.float32) for k, v in r.tensors().items()}
                     for i, r in enumerate(counted)}
-            context.transaction.restore_if(reject)
+            context.transaction.restore_if(reject, skip=context.gate.covers(flags))
 
         if inst.in_graph_batch and (config is not None or kinds):  # the batch, handed back (no copy)
             outputs["batch"] = {k: v for k, v in (("x", x), ("y", y), ("sample_weight", sample_weight))
@@ -252,7 +281,7 @@ def make_step(model: keras.Model, inst, original) -> callable:
                     tf.convert_to_tensor(inst.histogram_flag),
                     lambda: probes.histograms_of(hists),
                     lambda: tf.zeros([len(hists), probes.HIST_BUCKETS, 3]))
-        finite_slots = [i for i, f in enumerate(flags) if f.tensor is not None]
+        finite_slots = [i for i, f in enumerate(flags) if f.finite]
         inst.set_plan(Plan(
             slots=[f.slot for f in flags], finite_slots=finite_slots,
             data_results=[f.result for f in flags if f.result is not None],
@@ -265,6 +294,16 @@ def make_step(model: keras.Model, inst, original) -> callable:
 
     setattr(train_step, ORIGINAL_STEP, original)
     return train_step
+
+
+def _bucket_gradients(context: StepContext, update, flag):
+    """The door hook that buckets an update's gradients on histogram steps, before it is applied."""
+    table = probes.gradient_buckets(update, flag)
+    if table is not None:
+        rows = [v for v, g in zip(update.variables, update.gradients) if g is not None]
+        for row, variable in enumerate(rows):
+            context.gradient_buckets.setdefault(id(variable), probes.Bucketed(table, row))
+    return table
 
 
 def _bare(model: keras.Model, inst, original, data):

@@ -42,8 +42,8 @@ from collections.abc import Callable, Iterator
 import keras
 import tensorflow as tf
 
-from tfguard.hooks import keras_compat
-from tfguard.hooks.transaction import Transaction
+from tfguard.hooks import dry_run, keras_compat
+from tfguard.hooks.transaction import Transaction, tf_variable
 
 _LOCAL = threading.local()
 _INSTALLED: dict[type, tuple[Callable, bool]] = {}
@@ -67,13 +67,21 @@ class Update:
     gradients: list
     variables: list
     scale: object = None
+    written: frozenset = frozenset()  # tf variable ids a gated update writes (checked before writing)
+    gradient_flags: dict = dataclasses.field(default_factory=dict)  # id(gradient) -> its flag, taken at the door
+    _dense: list | None = dataclasses.field(default=None, repr=False)
+
+    def dense_gradients(self) -> list:
+        """The gradients as dense tensors, converted once (the same tensor for every check)."""
+        if self._dense is None:
+            self._dense = [None if g is None else tf.convert_to_tensor(g) for g in self.gradients]
+        return self._dense
 
     def unscaled(self) -> list:
         """The gradients divided by the loss scale (what the weights really see)."""
         if self.scale is None:
-            return list(self.gradients)
-        return [None if g is None else tf.convert_to_tensor(g) / tf.cast(self.scale, g.dtype)
-                for g in self.gradients]
+            return self.dense_gradients()
+        return [None if g is None else g / tf.cast(self.scale, g.dtype) for g in self.dense_gradients()]
 
 
 @dataclasses.dataclass
@@ -100,6 +108,13 @@ class StepContext:
         self.losses: list[LossSeen] = []
         self.graph = None
         self.nested_updates = 0  # updates inside the step's own control flow (not checkable)
+        self.gate = None  # called with each update: the flag its apply runs under, or None to hold it
+        self.record_flag = None  # set when listeners want weight norms and update ratios
+        self.weight_stats: dict = {}  # tf variable id -> ([k, 3] squared norms before/change/after, row)
+        self.restores = False  # whether a rejected step is rolled back (a guard): held values are copies anyway
+        self._pending = None  # what the next apply must wait for
+        self.door_hooks: list[Callable] = []  # hook(update) -> a tensor the update's apply waits for, or None
+        self.gradient_buckets: dict = {}  # variable id -> its gradient's histogram, bucketed at the door
 
     @contextlib.contextmanager
     def active(self) -> Iterator[StepContext]:
@@ -122,17 +137,58 @@ class StepContext:
         return tf.compat.v1.get_default_graph() is self.graph
 
     # -- called by the wrapped doors -------------------------------------------------
-    def before_update(self, optimizer, gradients, variables, scale=None) -> None:
-        """Holds what the update will change, and records it (in the step's own graph only)."""
+    def before_update(self, optimizer, gradients, variables, scale=None):
+        """Holds what the update will change, and records it (in the step's own graph only).
+
+        Returns the flag the update's `apply` must run under when the step's
+        `gate` takes it (`tfguard.firewall.gate`), else `None`.
+        """
         if not self.in_step_graph():
             self.nested_updates += 1
-            return
+            return None
         variables = list(variables) if variables is not None else list(optimizer._trainable_variables)
         if not optimizer.built:
             optimizer.build(variables)
         self.transaction.hold(variables)
         self.transaction.hold(optimizer.variables)
-        self.updates.append(Update(optimizer, list(gradients), variables, scale))
+        update = Update(optimizer, list(gradients), variables, scale)
+        self.updates.append(update)
+        ok = self.gate(update) if self.gate is not None else None
+        if ok is None and self.record_flag is not None and not self.restores and scale is None \
+                and dry_run.supports(optimizer) and not tf.executing_eagerly():
+            # not held for a rollback: the weight statistics come from a dry run on recording
+            # steps, before the update writes, rather than from a value held across it (a copy)
+            table, members = dry_run.weight_table_of_update(optimizer, update.gradients, variables,
+                                                           self.record_flag)
+            for row, variable in enumerate(members):
+                self.weight_stats[id(tf_variable(variable))] = (table, row)
+            self._pending = table
+        waits = [w for w in (hook(update) for hook in self.door_hooks) if w is not None]
+        if waits:
+            if ok is not None:
+                with tf.control_dependencies(waits):
+                    ok = tf.identity(ok)
+            else:
+                self._pending = tf.group([*waits, *([self._pending] if self._pending is not None else [])])
+        return ok
+
+    def run_update(self, apply: Callable[[], object]):
+        """Runs an update that is not gated, after what it must wait for."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return apply()
+        with tf.control_dependencies([pending]):
+            return apply()
+
+    def gated_apply(self, ok: tf.Tensor, apply: Callable[[], object]) -> None:
+        """Runs `apply()` only where `ok` holds (a `tf.cond`: nothing is written otherwise)."""
+        def run():
+            apply()
+            return tf.constant(True)
+
+        tf.cond(ok, run, lambda: tf.constant(False))
+        if self.gate is not None:
+            self.gate.applied()
 
     @property
     def step_optimizer(self):
@@ -222,9 +278,12 @@ def _wrap_apply(original, scaled: bool):
             scale = None
             if scaled:
                 scale = tf.identity(tf.convert_to_tensor(optimizer.dynamic_scale)) if optimizer.built else None
+            ok = None
             if not scaled or scale is not None:
-                context.before_update(optimizer, grads, trainable_variables, scale)
-            return original(optimizer, grads, trainable_variables)
+                ok = context.before_update(optimizer, grads, trainable_variables, scale)
+            if ok is None:
+                return context.run_update(lambda: original(optimizer, grads, trainable_variables))
+            return context.gated_apply(ok, lambda: original(optimizer, grads, trainable_variables))
         if _OUTSIDE and not getattr(_LOCAL, "gating", False):
             gate = _OUTSIDE[-1]
             _LOCAL.gating = True

@@ -25,6 +25,7 @@ import threading
 from collections.abc import Iterable, Iterator
 
 import keras
+import tensorflow as tf
 
 from tfguard.hooks import keras_compat
 
@@ -33,16 +34,34 @@ _MARK = "_tfguard_original_call"
 
 
 class Tape:
-    """The `(layer, output)` pairs recorded in call order (a layer completes, it is recorded)."""
+    """The `(layer, output)` pairs recorded in call order (a layer completes, it is recorded).
+
+    Only calls made in the graph the recording started in are recorded: a
+    layer Keras builds lazily at its first call runs once in a scratch graph
+    (and a layer called inside a `cond` runs in a branch), and a tensor of
+    such a graph cannot be used by the step.
+    """
 
     def __init__(self):
         self.records: list[tuple[keras.layers.Layer, object]] = []
+        self.graph = None
+
+    def start(self) -> None:
+        """Marks the graph (or eager mode) that the calls to record run in."""
+        self.graph = None if tf.executing_eagerly() else tf.compat.v1.get_default_graph()
+
+    def takes(self) -> bool:
+        """Whether a call completing now is in the recording's own graph."""
+        if tf.executing_eagerly():
+            return self.graph is None
+        return tf.compat.v1.get_default_graph() is self.graph
 
 
 @contextlib.contextmanager
-def recording() -> Iterator[Tape]:
-    """Records tapped layers' outputs in this thread while the context is open."""
-    tape = Tape()
+def recording(tape: Tape | None = None) -> Iterator[Tape]:
+    """Records tapped layers' outputs in this thread while the context is open (into `tape`, or a new one)."""
+    tape = tape if tape is not None else Tape()
+    tape.start()
     previous = getattr(_ACTIVE, "tape", None)
     _ACTIVE.tape = tape
     try:
@@ -56,7 +75,7 @@ def _tapped(layer: keras.layers.Layer, original):
     def call(*args, **kwargs):
         outputs = original(*args, **kwargs)
         tape = getattr(_ACTIVE, "tape", None)
-        if tape is not None:
+        if tape is not None and tape.takes():
             tape.records.append((layer, outputs))
         return outputs
 

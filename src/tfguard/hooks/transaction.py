@@ -109,21 +109,29 @@ class Transaction:
                  for h in self.checked()]
         return tf.reduce_all(tf.stack(flags)) if flags else tf.constant(True)
 
-    def restore_if(self, reject: tf.Tensor) -> None:
+    def restore_if(self, reject: tf.Tensor, skip: frozenset = frozenset()) -> None:
         """Assigns every held value back when `reject` holds, in any replica context.
 
         `reject` must be the same on every replica (all-reduce the flags first).
         Executed eagerly (a replay), the values are assigned at once when
         `reject` holds.
+
+        Args:
+            reject: a scalar bool tensor.
+            skip: ids of TensorFlow variables not to restore: a gated update
+                wrote them only where the step was accepted
+                (`tfguard.firewall.gate`). Their held value is then never
+                used, so it costs no copy. Defaults to none.
         """
+        restored = [h for key, h in self._held.items() if key not in skip]
         if tf.executing_eagerly() and tf.distribute.get_replica_context() is not None \
                 and not tf.distribute.has_strategy():
             if bool(reject):
-                for h in self._held.values():
+                for h in restored:
                     h.tf_variable.assign(h.before)
             return
-        local = [h for h in self._held.values() if _sync_on_read(h.tf_variable)]
-        shared = [h for h in self._held.values() if not _sync_on_read(h.tf_variable)]
+        local = [h for h in restored if _sync_on_read(h.tf_variable)]
+        shared = [h for h in restored if not _sync_on_read(h.tf_variable)]
         if local:
             def restore_local():
                 for h in local:

@@ -1,0 +1,127 @@
+"""Claim: the cost of guarding and logging does not grow with the model's depth.
+
+Contenders on the same model shape, each its own instance, interleaved in
+one process: plain `fit`; `tfguard.guard(policy="skip")`;
+`guard(forward="layers")`; `tfguard.Logger()` defaults (scalars every 10
+steps, histograms every 100). Models (`scale_models.py`): the 100- and
+200-layer MLP (Dense(32), a BatchNormalization after every fourth) and
+ResNet50 on 64x64x3.
+
+Printed per contender: the first `fit` (trace, compile and its steps), the
+median ms/step over interleaved rounds of `fit` (each round `--steps` steps,
+the same for all) as a ratio to plain's, and the ops of the traced step
+(the Logger's: its recording trace) per layer, branch functions included.
+
+Run: `.venv/bin/python benchmarks/depth.py [--models mlp_deep100,mlp_deep200] [--rounds 7 --steps 100]`
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import keras  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+import tfguard  # noqa: E402
+from scale_models import MODELS  # noqa: E402
+from tfguard.firewall.instrument import instrumentation_of  # noqa: E402
+from tfguard.firewall.step import RECORDING  # noqa: E402
+
+BATCH = {"resnet50": 16}
+
+
+def op_count(model: keras.Model, spec, recording: bool = False) -> int:
+    """Ops in the traced train step, its branch functions included."""
+    inst = instrumentation_of(model)
+    if inst is not None and recording:
+        inst.tracing_kinds = RECORDING
+    try:
+        concrete = tf.function(model.train_step).get_concrete_function(spec)
+    finally:
+        if inst is not None:
+            inst.tracing_kinds = frozenset()
+    ops = len(concrete.graph.get_operations())
+    for function in concrete.graph._functions.values():
+        ops += len(function.cached_definition.node_def)
+    return ops
+
+
+class Contender:
+    def __init__(self, name: str, build, attach=None, callbacks=None):
+        self.name = name
+        self.model = build()
+        if attach is not None:
+            attach(self.model)
+        self.callbacks = callbacks or (lambda: [])
+        self.times: list[float] = []
+        self.first = 0.0
+
+    def fit(self, data, steps: int) -> float:
+        start = time.perf_counter()
+        self.model.fit(data, epochs=1, steps_per_epoch=steps, verbose=0, callbacks=self.callbacks())
+        return time.perf_counter() - start
+
+
+def measure(model_name: str, rounds: int, steps: int, first_steps: int) -> None:
+    batch = BATCH.get(model_name, 64)
+    build = MODELS[model_name]
+    logdir = tempfile.mkdtemp(prefix="tfguard-depth-")
+    contenders = [
+        Contender("plain fit", build),
+        Contender("guard", build, lambda m: tfguard.guard(m, policy="skip", quarantine_dir=None)),
+        Contender("guard(forward='layers')", build,
+                  lambda m: tfguard.guard(m, policy="skip", forward="layers", quarantine_dir=None)),
+        Contender("Logger()", build, callbacks=lambda: [tfguard.Logger(logdir)]),
+    ]
+    model = contenders[0].model
+    shape = tuple(model.inputs[0].shape[1:])
+    classes = model.outputs[0].shape[-1]
+    x = tf.random.stateless_uniform((batch * 8, *shape), seed=(1, 2))
+    y = tf.random.stateless_uniform((batch * 8,), seed=(3, 4), maxval=classes, dtype=tf.int32)
+    data = tf.data.Dataset.from_tensor_slices((x, y)).batch(batch, drop_remainder=True).repeat()
+    layers = len(model.layers)
+    print(f"\n{model_name}: {model.count_params() / 1e6:.2f} M params, {layers} layers, batch {batch}", flush=True)
+    for c in contenders:
+        c.first = c.fit(data, first_steps)
+    for _ in range(rounds):
+        for c in contenders:
+            c.times.append(c.fit(data, steps) / steps)
+    spec = (tf.TensorSpec([None, *shape], tf.float32), tf.TensorSpec([None], tf.int32))
+    plain = statistics.median(contenders[0].times)
+    print("| contender | ms/step | × plain | first fit s | × plain | ops/layer |")
+    print("|---|---|---|---|---|---|")
+    for c in contenders:
+        median = statistics.median(c.times)
+        ops = op_count(c.model, spec, recording=c.name.startswith("Logger"))
+        print(f"| {c.name} | {median * 1000:.2f} | {median / plain:.3f} | {c.first:.1f} | "
+              f"{c.first / contenders[0].first:.2f} | {ops / layers:.1f} |", flush=True)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="mlp_deep100,mlp_deep200")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--first-steps", type=int, default=10)
+    parser.add_argument("--threads", type=int, default=1,
+                        help="TensorFlow intra/inter-op threads (0: TensorFlow's default)")
+    args = parser.parse_args(argv)
+    if args.threads:
+        tf.config.threading.set_intra_op_parallelism_threads(args.threads)
+        tf.config.threading.set_inter_op_parallelism_threads(args.threads)
+    for name in args.models.split(","):
+        measure(name, args.rounds, args.steps, args.first_steps)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

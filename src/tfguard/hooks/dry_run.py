@@ -1,0 +1,173 @@
+"""An optimizer update computed without being written: the values it would assign.
+
+A guarded step must reject an update whose result is not finite (an
+`SGD(learning_rate=1e38)` overflows float32 with finite gradients) and
+leave the model bitwise as it was. Holding every weight and slot across the
+step to put them back costs one more copy of the model's whole state. A dry
+run costs nothing held: it computes, in the graph, what the optimizer's own
+`apply` would assign (weights after clipping, weight decay, the update rule
+and constraints; every slot; `iterations`), inside a Keras
+`StatelessScope`, so nothing is written. The guard reduces each value to a
+finiteness flag as soon as it exists (the values die there, one update's
+worth at a time) and runs the real `apply` only when every flag holds.
+
+The dry run uses the optimizer's backend-neutral methods
+(`BaseOptimizer.assign`, `assign_add`, `assign_sub`, `_backend_update_step`,
+`_apply_weight_decay`), whose writes a `StatelessScope` captures; the
+TensorFlow backend's own versions write `tf.Variable`s directly and would
+escape it. Optimizers it cannot follow (gradient accumulation and an EMA
+that overwrites the weights, both writing inside a `cond`) get `None`: the
+guard holds their state instead.
+
+Example:
+
+>>> import keras, tensorflow as tf
+>>> w = keras.Variable([1.0, 2.0], name="w")
+>>> sgd = keras.optimizers.SGD(learning_rate=0.5)
+>>> sgd.build([w])
+>>> [(v.name, value.numpy().tolist()) for v, value in dry_run(sgd, [tf.constant([1.0, 1.0])], [w])][:1]
+[('w', [0.5, 1.5])]
+>>> w.numpy().tolist()  # nothing was written
+[1.0, 2.0]
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import keras
+import tensorflow as tf
+from keras.src.optimizers.base_optimizer import BaseOptimizer
+
+_NEUTRAL = ("assign", "assign_add", "assign_sub", "_backend_update_step", "_apply_weight_decay")
+
+
+def supports(optimizer) -> bool:
+    """Whether `dry_run` can follow `optimizer`'s `apply` (no accumulation, no overwriting EMA)."""
+    if isinstance(optimizer, keras.optimizers.LossScaleOptimizer):
+        return False
+    if getattr(optimizer, "gradient_accumulation_steps", None):
+        return False
+    return not (getattr(optimizer, "use_ema", False) and getattr(optimizer, "ema_overwrite_frequency", None))
+
+
+@contextlib.contextmanager
+def _neutral(optimizer, variables):
+    """The optimizer's backend-neutral writes and its own variable keys, on this instance only."""
+    keys = {id(v): optimizer._var_key(v) for v in [*variables, *optimizer.variables]}
+    own_key = type(optimizer)._var_key
+    saved = {name: optimizer.__dict__.get(name) for name in (*_NEUTRAL, "_var_key")}
+    for name in _NEUTRAL:
+        object.__setattr__(optimizer, name, getattr(BaseOptimizer, name).__get__(optimizer))
+    # Inside a StatelessScope a variable assigned once reads back as a tensor, which the
+    # backend's key function cannot name: keys are taken before, by identity.
+    object.__setattr__(optimizer, "_var_key",
+                       lambda v: keys[id(v)] if id(v) in keys else own_key(optimizer, v))
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                object.__delattr__(optimizer, name)
+            else:
+                object.__setattr__(optimizer, name, value)
+
+
+def dry_run(optimizer, grads: list, variables: list, each=None) -> list[tuple[object, object]] | None:
+    """`(variable, value)` for every variable `optimizer.apply(grads, variables)` would assign.
+
+    One variable at a time: the update of each variable (with its slots and
+    `iterations`) is computed in its own `StatelessScope`, after `each` has
+    consumed the previous one's values, so one variable's values are alive
+    at a time, as in the real apply. Gradients are clipped together first
+    when the optimizer clips by the global norm.
+
+    Args:
+        optimizer: a built Keras optimizer.
+        grads: the gradients, as `apply` would get them (`None` entries allowed).
+        variables: the trainable variables they update.
+        each: called with each variable's `[(variable, value), ...]`; returns
+            a tensor the next variable's dry run waits for. Defaults to `None`.
+
+    Returns:
+        The values in the order the update assigns them (each weight, then
+        its slots and `iterations`), or `None` when `supports(optimizer)` is false.
+    """
+    if not supports(optimizer):
+        return None
+    grads, variables = list(grads), list(variables)
+    clip = getattr(optimizer, "global_clipnorm", None)
+    if clip:
+        pairs = [(g, v) for g, v in zip(grads, variables) if g is not None]
+        clipped = iter(optimizer._clip_gradients([g for g, _ in pairs]))
+        grads = [None if g is None else next(clipped) for g in grads]
+    written, seen, previous = [], set(), None
+    with _neutral(optimizer, variables):
+        if clip:  # clipped together above: the per-variable applies must not clip again
+            object.__setattr__(optimizer, "global_clipnorm", None)
+        try:
+            for grad, variable in zip(grads, variables):
+                if grad is None:
+                    continue
+                with tf.control_dependencies([previous] if previous is not None else []), \
+                        keras.StatelessScope() as scope:
+                    BaseOptimizer.apply(optimizer, [grad], [variable])
+                mine = []
+                for candidate in [variable, *optimizer.variables]:
+                    value = scope.get_current_value(candidate)
+                    if value is not None and id(candidate) not in seen:
+                        mine.append((candidate, value))
+                seen.add(id(variable))
+                seen.update(id(c) for c, _ in mine if c is not optimizer.iterations)
+                written += [(c, v) for c, v in mine if not any(c is w for w, _ in written)]
+                previous = each(mine) if each is not None else None
+        finally:
+            if clip:
+                object.__setattr__(optimizer, "global_clipnorm", clip)
+    return written
+
+
+def weight_table(members: list, record_flag) -> tf.Tensor:
+    """On recording steps, `[k, 3]` float32: each weight's squared norm before, of its change and after.
+
+    `members` are `(variable, value it will have)`. The variables are read
+    inside the branch, before the update writes them (the update waits for
+    the table), so no value read here outlives the write.
+    """
+    variables = [v.value if isinstance(v, keras.Variable) else v for v, _ in members]
+    values = [value for _, value in members]
+
+    def squares(tensors):
+        return 2.0 * tf.stack([tf.nn.l2_loss(tf.cast(t, tf.float32)) for t in tensors])
+
+    def compute():
+        old = [tf.cast(tf.convert_to_tensor(v), tf.float32) for v in variables]
+        new = [tf.cast(value, tf.float32) for value in values]
+        return tf.stack([squares(old), squares([n - o for n, o in zip(new, old)]), squares(new)], axis=1)
+
+    return tf.cond(tf.convert_to_tensor(record_flag), compute, lambda: tf.zeros([len(members), 3]))
+
+
+def weight_table_of_update(optimizer, grads: list, variables: list, record_flag) -> tuple[tf.Tensor, list]:
+    """`weight_table` of an update that is not dry-run otherwise: the dry run itself runs in the branch.
+
+    Returns the `[k, 3]` table and the `k` variables of its rows.
+    """
+    members = [v for g, v in zip(grads, variables) if g is not None and _is_float(v)]
+
+    def compute():
+        values = {id(v): value for v, value in dry_run(optimizer, grads, variables)}
+        return weight_table([(v, values[id(v)]) for v in members], True)
+
+    table = tf.cond(tf.convert_to_tensor(record_flag), compute, lambda: tf.zeros([len(members), 3]))
+    return table, members
+
+
+def _is_float(variable) -> bool:
+    try:
+        return tf.as_dtype(variable.dtype).is_floating
+    except TypeError:
+        return False
+
+
+__all__ = ["dry_run", "supports", "weight_table", "weight_table_of_update"]

@@ -1,0 +1,59 @@
+"""The dry run computes what an optimizer's apply would write, bitwise, and writes nothing."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfguard.hooks import dry_run
+
+OPTIMIZERS = {
+    "adam": lambda: keras.optimizers.Adam(1e-2),
+    "adamw_global_clipnorm": lambda: keras.optimizers.AdamW(1e-2, weight_decay=0.1, global_clipnorm=0.5),
+    "sgd_nesterov_clipvalue": lambda: keras.optimizers.SGD(0.1, momentum=0.9, nesterov=True, clipvalue=0.1),
+    "rmsprop": lambda: keras.optimizers.RMSprop(1e-2),
+    "adafactor": lambda: keras.optimizers.Adafactor(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OPTIMIZERS))
+def test_the_dry_run_is_the_update_bitwise_and_writes_nothing(name):
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, kernel_constraint=keras.constraints.MaxNorm(1.0)),
+                              keras.layers.Dense(3)])
+    optimizer = OPTIMIZERS[name]()
+    optimizer.build(model.trainable_variables)
+    x = tf.constant(np.random.default_rng(0).random((16, 4)), tf.float32)
+    y = tf.constant(np.random.default_rng(1).random((16, 3)), tf.float32)
+    state = list(model.trainable_variables) + list(optimizer.variables)
+
+    @tf.function
+    def step():
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((model(x) - y) ** 2)
+        grads = tape.gradient(loss, model.trainable_variables)
+        written = dry_run.dry_run(optimizer, grads, model.trainable_variables)
+        values = {id(v): tf.identity(value) for v, value in written}
+        before = [tf.identity(v.value) for v in state]
+        with tf.control_dependencies([*values.values(), *before]):
+            optimizer.apply(grads, model.trainable_variables)
+        return {i: values[id(v)] for i, v in enumerate(state) if id(v) in values}, before
+
+    for _ in range(2):
+        start = [v.numpy().copy() for v in state]
+        values, before = step()
+        assert all(np.array_equal(b.numpy(), s) for b, s in zip(before, start))  # nothing written by the dry run
+        after = [v.numpy() for v in state]
+        assert len(values) >= len(model.trainable_variables)
+        for i, value in values.items():
+            assert np.array_equal(value.numpy(), after[i]), state[i].path
+        changed = [i for i in range(len(state)) if not np.array_equal(start[i], after[i])]
+        assert set(changed) <= set(values)  # every variable the apply changed was in the dry run
+
+
+def test_optimizers_it_cannot_follow_get_none():
+    w = keras.Variable([1.0])
+    accumulating = keras.optimizers.SGD(0.1, gradient_accumulation_steps=2)
+    accumulating.build([w])
+    assert dry_run.dry_run(accumulating, [tf.constant([1.0])], [w]) is None
+    assert not dry_run.supports(keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD()))
