@@ -3,7 +3,9 @@
 The checks cost nothing per step. The watch works at three moments:
 
 1. the start of the model's first fit: fingerprints of the trainable
-   variables (`variables.Fingerprints`);
+   variables (`variables.Fingerprints`; for a model Keras builds only in its
+   first step, after that step, and `trained_unused` then waits for the
+   first epoch end);
 2. after the first step, with the batch that step trained on (handed over
    by tfguard's host loop, `peek_batch`: nothing is pulled or retraced for
    it): `training_mode_leak`, `batch_dependence`, `labels_ignored` and
@@ -86,6 +88,7 @@ class InvariantWatch:
         self.errors: list[str] = []  # checks that could not run on this program, and why
         self._epochs_done: set[int] = set()
         self._untrained_done = False
+        self._unused_pending = False  # trained_unused waits for the first epoch end
         self._collapse_done = False
         self._epoch = 0
 
@@ -96,11 +99,11 @@ class InvariantWatch:
     # -- listeners ---------------------------------------------------------------
     def add_listener(self, fn: Callable[[dict], None]) -> None:
         """Calls `fn(record)` for each record from now on (once per listener)."""
-        if all(fn is not f for f in self.listeners):
+        if fn not in self.listeners:  # equality: a bound method is a new object at each access
             self.listeners.append(fn)
 
     def remove_listener(self, fn) -> None:
-        self.listeners = [f for f in self.listeners if f is not fn]
+        self.listeners = [f for f in self.listeners if f != fn]
 
     def _emit(self, record: dict | None, epoch: int | None = None) -> None:
         if record is None:
@@ -128,7 +131,8 @@ class InvariantWatch:
             return
         if self.fingerprints is None:
             with contextlib.suppress(Exception):
-                self.fingerprints = variables.Fingerprints.take(model)
+                taken = variables.Fingerprints.take(model)
+                self.fingerprints = taken if taken.paths else None  # not built yet: after step 1
         if self.batch is None:
             peek = getattr(getattr(model, "train_function", None), "peek_batch", None)
             if peek is not None:
@@ -148,6 +152,9 @@ class InvariantWatch:
                for part in (x, y, sample_weight)]
         self.batch = tuple(cut)
         x, y, sample_weight = self.batch
+        if self.fingerprints is None:  # a model built in its first step: moves count from here
+            self.fingerprints = self._guarded(variables.Fingerprints.take, model)
+            self._unused_pending = True
         has_call = True
         for check in (self._leak_and_mixing, self._trained_unused):
             if has_call:
@@ -169,6 +176,8 @@ class InvariantWatch:
             moved = self._guarded(self.fingerprints.moved, model)
             if isinstance(moved, list):
                 self._emit(self._untrained(model, moved))
+                if self._unused_pending and self.read is not None and moved:
+                    self._emit(self._unused(model, moved))
         if not self._collapse_done and self.batch is not None and self.read is not None:
             record = self._guarded(inference.collapse, model, self.batch[0])
             if record is not None and not record["ok"]:
@@ -212,11 +221,18 @@ class InvariantWatch:
     def _trained_unused(self, model, x) -> None:
         with state_kept(model):
             self.read = forward(model, x).read
-        if self.fingerprints is None or variables.optimizer_count(model) > 1:
+        if self.fingerprints is None or self._unused_pending:
             return
         moved = self.fingerprints.moved(model)
         if moved:
-            self._emit(variables.trained_unused(model, moved, self.read))
+            self._emit(self._unused(model, moved))
+
+    def _unused(self, model, moved: list[str]) -> dict | None:
+        """The `trained_unused` record, or `None` for a model with several optimizers (a GAN)."""
+        self._unused_pending = False
+        if variables.optimizer_count(model) > 1:
+            return None
+        return variables.trained_unused(model, moved, self.read)
 
 
 
