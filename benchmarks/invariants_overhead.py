@@ -155,6 +155,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name}+invariants / none = {ratio:.3f} (target <= {target:.2f}): {verdict}; "
               f"invariants' own share: paired {name}+invariants / {name} = {own:.3f}, "
               f"timed inside the checks = {share * 100:.2f}% of a round")
+    for name in ("guard+invariants", "logger+invariants"):
+        watch = invariants.watch_of(by[name].model)
+        failed = [(r["check"], r["where"], r["epoch"], r["evidence"]) for r in watch.records
+                  if not r["ok"]]
+        print(f"{name}: failed checks on the (random-label) reference CNN: {failed or 'none'}"
+              f"{'; could not run: ' + '; '.join(watch.errors) if watch.errors else ''}")
     once = one_time_cost(x, y, args.once)
     step = statistics.median(base.times)
     print(f"one-time checks (start, after step 1, first epoch end): {once:.3f} s = "
