@@ -222,7 +222,7 @@ def collapsed_output(record: dict, e: dict) -> tuple[str, str, str]:
     record (the check's threshold is `tfguard.invariants.inference.COLLAPSE_SPREAD`).
     """
     return (
-        "error",
+        "warning",
         f"the output of '{record.get('where')}' is the same for all {e.get('examples')} "
         f"examples of a batch whose inputs differ: spread {fmt(e.get('spread'))} against a "
         f"magnitude of {fmt(e.get('magnitude'))} over {e.get('features')} feature(s).",
