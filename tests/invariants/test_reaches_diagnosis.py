@@ -81,3 +81,20 @@ def test_weight_decay_alone_does_not_count_as_training():
     np.testing.assert_allclose(after / before, (after / before).flat[0], rtol=1e-5)
     (finding,) = [f for f in live.findings if f.id == "untrained_variable"]
     assert finding.evidence["variables"] == ["gate/kernel", "gate/bias"]  # a zero bias stays zero
+
+
+def test_a_collapse_a_learning_rate_produced_comes_after_it_and_names_it():
+    """Dead ReLUs from a rate far too high collapse the output: the rate is the root cause."""
+    rate = Finding("learning_rate", "error", "the loss jumped.", onset_step=3,
+                   evidence={"learning_rate": 1.0, "direction": "high", "optimizer": "Adam"})
+    collapsed = Finding("collapsed_output", "warning", "the same output for all inputs.",
+                        where="sequential", onset_step=10)
+    stuck = Finding("no_learning", "error", "the training loss did not decrease.", onset_step=40)
+    teacher = Finding("trained_unused", "warning", "teacher trained.", where="teacher", onset_step=1)
+    ordered = by_cause([stuck, collapsed, rate, teacher])
+    assert [f.id for f in ordered] == ["trained_unused", "learning_rate", "collapsed_output",
+                                       "no_learning"]
+    assert ordered[2].cause == ("learning_rate", None)
+    assert ordered[2].message.endswith("most likely because Adam's learning rate is 1.")
+    assert ordered[3].cause == ("learning_rate", None)
+    assert ordered[0].cause is None  # a program bug is nobody's consequence

@@ -7,9 +7,12 @@ symptom it explains was found, and stays a remark otherwise.
 The first line a user reads should be the cause (inputs that reach 255, a
 learning rate far too high, a loss that does not fit the output), not what
 it produced (a NaN loss, dead ReLUs, no learning). `by_cause` puts the
-violated invariants of the program (`INVARIANTS`: a loss that ignores the
-labels, outputs mixed across the batch, ...) first, then the data and
-configuration findings, then the training symptoms; a symptom that
+violated invariants of the program's structure (`PROGRAM_INVARIANTS`: a loss
+that ignores the labels, outputs mixed across the batch, ...) first, then the
+data and configuration findings, then the invariants of the training's state
+(`STATE_INVARIANTS`: a collapsed output, variables no gradient reaches; linked
+to a data or configuration cause listed before them that can produce them),
+then the training symptoms; a symptom that
 a listed cause can produce gets that cause (`Finding.cause`) and its message
 says so: "... most likely because inputs reach 255 and SGD's learning rate
 is 0.05".
@@ -33,14 +36,18 @@ import dataclasses
 
 from tfguard.findings import Finding, fmt, severity_rank
 
-#: Invariants of a correct program that are violated (`tfguard.invariants`): bugs in the
-#: program itself, listed before everything they produce.
-INVARIANTS = ("labels_ignored", "untrained_variable", "trained_unused", "batch_dependence",
-              "training_mode_leak", "collapsed_output")
+#: Invariants of a correct program (`tfguard.invariants`). The program's structure (a loss
+#: without labels, a trained teacher, outputs mixed across the batch, training mode at
+#: inference) is listed first; the training's state (variables no gradient reaches, an output
+#: that collapsed) comes after the data and configuration causes, which can produce it (dead
+#: ReLUs from a rate far too high) and are then named as its cause.
+PROGRAM_INVARIANTS = ("labels_ignored", "trained_unused", "batch_dependence", "training_mode_leak")
+STATE_INVARIANTS = ("untrained_variable", "collapsed_output")
+INVARIANTS = PROGRAM_INVARIANTS + STATE_INVARIANTS
 
 #: Program, data and configuration problems, in the order they are listed (first: most fundamental).
-CAUSES = (*INVARIANTS, "label_range", "loss_activation_mismatch", "unnormalized_input", "learning_rate",
-          "pipeline_order", "python_in_pipeline")
+CAUSES = (*PROGRAM_INVARIANTS, "label_range", "loss_activation_mismatch", "unnormalized_input", "learning_rate",
+          "pipeline_order", "python_in_pipeline", *STATE_INVARIANTS)
 
 #: What each cause can produce.
 EXPLAINS = {
@@ -51,13 +58,16 @@ EXPLAINS = {
     "training_mode_leak": {"overfitting", "oscillating_loss"},
     "collapsed_output": {"no_learning", "slow_convergence"},
     "label_range": {"nonfinite", "no_learning", "slow_convergence", "oscillating_loss",
-                    "exploding_gradient"},
+                    "exploding_gradient", "collapsed_output"},
     "loss_activation_mismatch": {"nonfinite", "no_learning", "slow_convergence", "dead_relu",
-                                 "saturated_activation", "oscillating_loss", "vanishing_gradient"},
+                                 "saturated_activation", "oscillating_loss", "vanishing_gradient",
+                                 "collapsed_output", "untrained_variable"},
     "unnormalized_input": {"nonfinite", "exploding_gradient", "dead_relu", "saturated_activation",
-                           "no_learning", "slow_convergence", "oscillating_loss"},
+                           "no_learning", "slow_convergence", "oscillating_loss",
+                           "collapsed_output", "untrained_variable"},
     "learning_rate": {"nonfinite", "exploding_gradient", "dead_relu", "saturated_activation",
-                      "no_learning", "slow_convergence", "oscillating_loss"},
+                      "no_learning", "slow_convergence", "oscillating_loss",
+                      "collapsed_output", "untrained_variable"},
     "pipeline_order": {"oscillating_loss", "no_learning", "slow_convergence"},
     "python_in_pipeline": {"input_bound"},
 }
@@ -117,7 +127,8 @@ def by_cause(findings: list[Finding]) -> list[Finding]:
     causes = []
     for cause in (f for f in findings if f.id in CAUSES):
         if cause.evidence.get("needs_symptom") and cause.severity == "info":
-            shown = [s for s in symptoms if s.severity != "info" and _explains(cause, s)]
+            states = [f for f in findings if f.id in STATE_INVARIANTS]
+            shown = [s for s in symptoms + states if s.severity != "info" and _explains(cause, s)]
             if shown:  # a suspect configuration, and training shows what it produces
                 cause = dataclasses.replace(
                     cause, severity="warning",
@@ -125,17 +136,24 @@ def by_cause(findings: list[Finding]) -> list[Finding]:
                             f"({', '.join(dict.fromkeys(s.id for s in shown))}).")
         causes.append(cause)
     causes.sort(key=lambda f: (CAUSES.index(f.id), rank(f)))
+    causes = [_link(c, [r for r in causes[:i] if r.severity != "info" and _explains(r, c)])
+              if c.id in STATE_INVARIANTS else c for i, c in enumerate(causes)]
     linked = []
     for symptom in symptoms:
-        reasons = [c for c in causes if c.severity != "info" and _explains(c, symptom)]
-        if reasons and symptom.cause is None:
-            clause = " and ".join(dict.fromkeys(because(c) for c in reasons[:2]))
-            message = symptom.message.rstrip()
-            message = message[:-1] if message.endswith(".") else message
-            symptom = dataclasses.replace(symptom, cause=reasons[0].key,
-                                          message=f"{message}, most likely because {clause}.")
-        linked.append(symptom)
+        linked.append(_link(symptom, [c for c in causes
+                                      if c.severity != "info" and _explains(c, symptom)]))
     return causes + linked
 
 
-__all__ = ["CAUSES", "EXPLAINS", "INVARIANTS", "because", "by_cause"]
+def _link(finding: Finding, reasons: list[Finding]) -> Finding:
+    """The finding with its first reason as `cause` and "most likely because ..." in its message."""
+    if not reasons or finding.cause is not None:
+        return finding
+    clause = " and ".join(dict.fromkeys(because(c) for c in reasons[:2]))
+    message = finding.message.rstrip()
+    message = message[:-1] if message.endswith(".") else message
+    return dataclasses.replace(finding, cause=reasons[0].key,
+                               message=f"{message}, most likely because {clause}.")
+
+
+__all__ = ["CAUSES", "EXPLAINS", "INVARIANTS", "PROGRAM_INVARIANTS", "STATE_INVARIANTS", "because", "by_cause"]
