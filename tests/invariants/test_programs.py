@@ -9,6 +9,8 @@ and a GAN without `call()` included).
 
 from __future__ import annotations
 
+import keras
+import numpy as np
 import pytest
 
 from tests.firewall import foreign
@@ -95,8 +97,6 @@ HEALTHY = {
 
 
 def _classes():
-    import numpy as np
-
     rng = np.random.default_rng(0)
     return rng.normal(size=(64, 4)).astype("float32"), rng.integers(0, 3, 64)
 
@@ -120,3 +120,22 @@ def test_the_siamese_bias_that_cancels_in_a_distance_is_not_needed():
     assert found == [] and record["ok"]
     (bias,) = record["evidence"]["not_needed"]
     assert bias.endswith("/bias") and bias.startswith("dense")
+
+
+def test_a_sampling_layer_that_samples_at_inference_is_only_a_remark():
+    """keras-io's VAE `Sampling` layer draws noise in every mode: named, as `info`, not an alarm."""
+
+    def build():
+        keras.utils.set_random_seed(0)
+        inputs = keras.Input((4,))
+        z_mean = keras.layers.Dense(2)(inputs)
+        z_log_var = keras.layers.Dense(2)(inputs)
+        z = foreign.Sampling(name="sampling")([z_mean, z_log_var])
+        model = keras.Model(inputs, keras.layers.Dense(4)(z), name="vae_like")
+        model.compile(optimizer="adam", loss="mse")
+        x = np.random.default_rng(0).normal(size=(64, 4)).astype("float32")
+        return model, x, x
+
+    _, _, found = _fit(build)
+    (finding,) = found
+    assert (finding.id, finding.severity, finding.where) == ("training_mode_leak", "info", "sampling")
