@@ -18,6 +18,7 @@ program as the example writes it correctly.
 - `hardcoded_training(layer, hardcoded)`: a subclassed classifier that passes
   `training=True` to its Dropout or BatchNormalization.
 - `label_free_loss(ignores)`: a loss function that never reads `y_true`.
+- `label_free_metric(ignores)`: a hand-written accuracy comparing `y_pred` with itself.
 - `rounded_branch(rounded)`: a functional model with `ops.round` on the path
   of one branch, which no gradient crosses.
 - `healthy_cnn()`: a functional CNN with BatchNormalization and Dropout.
@@ -250,4 +251,23 @@ def healthy_cnn():
     outputs = layers.Dense(3, activation="softmax")(h)
     model = keras.Model(inputs, outputs, name="cnn")
     model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    return model, x, y
+
+
+# -- a metric that ignores the labels ---------------------------------------------------------------
+def label_free_metric(ignores: bool):
+    """A hand-written accuracy with a typo: it compares the predictions with themselves."""
+    rng = _rng()
+    x = rng.normal(size=(64, 5)).astype("float32")
+    y = rng.integers(0, 3, size=(64,))
+
+    def top1(y_true, y_pred):
+        truth = ops.argmax(y_pred, axis=-1) if ignores else ops.cast(y_true, "int64")
+        return ops.mean(ops.cast(ops.equal(ops.argmax(y_pred, axis=-1), ops.reshape(truth, (-1,))),
+                                 "float32"))
+
+    model = keras.Sequential([keras.Input((5,)), layers.Dense(8, activation="relu"),
+                              layers.Dense(3, activation="softmax")])
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy",
+                  metrics=[top1, "accuracy"])
     return model, x, y

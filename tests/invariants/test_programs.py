@@ -72,6 +72,15 @@ def test_a_loss_that_never_reads_y():
     assert finding.evidence["relative_change"] == 0.0
 
 
+def test_a_metric_that_never_reads_y():
+    _, _, found = _fit(lambda: programs.label_free_metric(ignores=True))
+    (finding,) = found
+    assert (finding.id, finding.where, finding.severity) == ("labels_ignored", "top1", "warning")
+    assert finding.evidence["code"] == "metric" and finding.evidence["ignoring"] == ["top1"]
+    assert finding.evidence["agreeing_labels"]["accuracy"] == 1.0
+    assert finding.evidence["other_labels"]["accuracy"] == 0.0
+
+
 def test_a_rounded_gate_gets_no_gradient():
     _, _, found = _fit(lambda: programs.rounded_branch(rounded=True))
     (finding,) = found
@@ -87,6 +96,7 @@ HEALTHY = {
     "dropout_training_passed": lambda: programs.hardcoded_training("dropout", hardcoded=False),
     "batchnorm_training_passed": lambda: programs.hardcoded_training("bn", hardcoded=False),
     "loss_reads_y": lambda: programs.label_free_loss(ignores=False),
+    "metric_reads_y": lambda: programs.label_free_metric(ignores=False),
     "soft_gate": lambda: programs.rounded_branch(rounded=False),
     "gan_without_call": lambda: (*foreign.gan(), None),
     "vae_without_call": lambda: (*foreign.vae(), None),

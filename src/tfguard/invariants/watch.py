@@ -161,6 +161,9 @@ class InvariantWatch:
                 has_call = self._run(check, model, x)
         if has_call:
             self._emit(self._guarded(labels.labels_read, model, x, y, sample_weight))
+            record = self._guarded(labels.metrics_read, model, x, y, sample_weight)
+            if record is not None and not record["ok"]:  # the loss's record says the check ran
+                self._emit(record)
 
     @_timed
     def end_epoch(self, epoch: int) -> None:

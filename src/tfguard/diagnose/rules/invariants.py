@@ -73,7 +73,7 @@ def _finding(signals: Signals, record: dict, severity: str, message: str, sugges
     return Finding(
         record["check"], severity, message, where=record.get("where"),
         evidence={k: v for k, v in (record.get("evidence") or {}).items()
-                  if isinstance(v, (int, float, str, bool, list)) or v is None},
+                  if isinstance(v, (int, float, str, bool, list, dict)) or v is None},
         suggestion=suggestion, onset_step=step,
         onset_epoch=epoch if epoch is not None else signals.epoch_of(step),
     )
@@ -163,6 +163,14 @@ def labels_ignored(record: dict, e: dict) -> tuple[str, str, str]:
     A rule (`_from_record`): at most one finding, from the first failed
     record of `invariants/records`.
     """
+    if e.get("code") == "metric":
+        return (
+            "warning",
+            f"the metric '{record.get('where')}' ignores the labels: it gives "
+            f"{fmt((e.get('agreeing_labels') or {}).get(record.get('where')))} both with labels "
+            "that agree with every prediction and with labels that agree with none.",
+            "Compute the metric from `y_true` and `y_pred` (a metric function receives "
+            "`(y_true, y_pred)` in that order), or log it as a statistic of the predictions.")
     what = "the `compute_loss` override" if e.get("loss_override") else "the compiled loss"
     return (
         "error",
