@@ -16,6 +16,7 @@ Each check has a symptom id of the public vocabulary (`tfguard.findings.SYMPTOMS
                       BatchNormalization layer normalizes with batch statistics
 `batch_dependence`    an example's output changes with the rest of its batch
 `labels_ignored`      other labels change neither the loss nor its gradient
+                      (or a compiled metric's value)
 `trained_unused`      the optimizer moves variables that inference never reads
 `untrained_variable`  trainable variables never move while the others do
 `collapsed_output`    an output or embedding is the same for every input

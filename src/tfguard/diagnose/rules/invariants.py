@@ -2,7 +2,7 @@
 
 `tfguard.invariants` checks, once, what a correct Keras program keeps true
 (outputs that do not depend on the batch, inference that is deterministic,
-a loss that reads the labels, an optimizer that trains what inference
+a loss and metrics that read the labels, an optimizer that trains what inference
 uses, every trainable variable reached by a gradient, outputs that vary
 with their inputs) and writes one record per check as `invariants/records`
 (`tags.INVARIANT_RECORDS`): the Logger to the event files, `LiveDiagnosis`
