@@ -28,6 +28,8 @@ def test_the_remedy_freezes_the_teacher_only_inside_the_distiller():
     assert all(np.array_equal(a, b) for a, b in zip(teacher_before, model.teacher.get_weights()))
     assert seen.changes == [f"teacher.trainable = False (in '{model.name}', before compile)"]
     assert remedies_for(Finding("trained_unused", "warning", "x")) == []  # nothing named to freeze
+    (two,) = remedies_for(Finding("trained_unused", "warning", "x", evidence={"freeze": "a, b"}))
+    assert two.title == "a, b.trainable = False before compile"
 
 
 @pytest.mark.slow

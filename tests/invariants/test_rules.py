@@ -9,6 +9,7 @@ import pytest
 from tfguard import tags
 from tfguard.diagnose import diagnose
 from tfguard.diagnose.causes import INVARIANTS
+from tfguard.diagnose.rules.invariants import evidence_of
 from tfguard.diagnose.signals import Signals
 
 RECORDS = {
@@ -47,7 +48,8 @@ def test_a_failed_record_is_one_finding_with_its_evidence(check):
     assert (finding.id, finding.where, finding.severity) == (check, where, severity)
     assert (finding.onset_step, finding.onset_epoch) == (7, 1)  # the first failure
     assert text in finding.message + finding.suggestion
-    assert finding.evidence == evidence
+    assert finding.evidence == evidence_of(evidence)  # numbers and text, as the report schema says
+    assert all(isinstance(v, (int, float, str)) for v in finding.evidence.values())
 
 
 def test_clean_records_give_nothing_and_no_records_skip_the_rules():

@@ -451,8 +451,9 @@ def remedies_for(finding: Finding, target: tuple | None = None) -> list[Remedy]:
         return [early_stopping(fid)]
     if fid == "pipeline_order":
         return [shuffle_before_batch(fid)]
-    if fid == "trained_unused" and ev.get("freeze"):
-        return [freeze(fid, tuple(ev["freeze"]))]
+    if fid == "trained_unused" and ev.get("freeze"):  # "teacher" or "a, b" (the report's text form)
+        names = ev["freeze"] if isinstance(ev["freeze"], list) else str(ev["freeze"]).split(", ")
+        return [freeze(fid, tuple(names))]
     return []
 
 

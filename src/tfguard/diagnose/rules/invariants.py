@@ -67,13 +67,34 @@ def _failed(signals: Signals, check: str) -> dict | None:
     return next((r for r in records(signals, check) if not r.get("ok", True)), None)
 
 
+def evidence_of(record_evidence: dict) -> dict:
+    """A record's evidence in the report schema's form: numbers and text only.
+
+    Lists become one comma-separated text (`"a/kernel, a/bias"`), a dict of
+    numbers becomes one entry per key (`agreeing_labels/accuracy`).
+
+    Example:
+
+    >>> evidence_of({"count": 2, "variables": ["a/kernel", "a/bias"], "other": {"acc": 0.0}, "x": None})
+    {'count': 2, 'variables': 'a/kernel, a/bias', 'other/acc': 0.0}
+    """
+    found = {}
+    for key, value in record_evidence.items():
+        if isinstance(value, (int, float, str)):
+            found[key] = value
+        elif isinstance(value, list):
+            found[key] = ", ".join(str(v) for v in value)
+        elif isinstance(value, dict):
+            found.update({f"{key}/{k}": v for k, v in value.items() if isinstance(v, (int, float, str))})
+    return found
+
+
 def _finding(signals: Signals, record: dict, severity: str, message: str, suggestion: str) -> Finding:
     step = record.get("step")
     epoch = record.get("epoch")
     return Finding(
         record["check"], severity, message, where=record.get("where"),
-        evidence={k: v for k, v in (record.get("evidence") or {}).items()
-                  if isinstance(v, (int, float, str, bool, list, dict)) or v is None},
+        evidence=evidence_of(record.get("evidence") or {}),
         suggestion=suggestion, onset_step=step,
         onset_epoch=epoch if epoch is not None else signals.epoch_of(step),
     )
@@ -239,5 +260,5 @@ def collapsed_output(record: dict, e: dict) -> tuple[str, str, str]:
         "L2-normalize embeddings and use a margin or contrastive loss with negatives.")
 
 
-__all__ = ["batch_dependence", "collapsed_output", "labels_ignored", "records",
+__all__ = ["batch_dependence", "collapsed_output", "evidence_of", "labels_ignored", "records",
            "trained_unused", "training_mode_leak", "untrained_variable"]
