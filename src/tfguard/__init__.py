@@ -55,6 +55,7 @@ _LAZY = {
     "diagnose_logdir": "tfguard.diagnose",
     "LiveDiagnosis": "tfguard.diagnose",
     "Finding": "tfguard.diagnose",
+    "invariants": "tfguard.invariants",
     "lint": "tfguard.lint",
     "describe_model": "tfguard.lint",
     "attach": "tfguard.attach",
@@ -68,7 +69,7 @@ _LAZY = {
 }
 
 _SUBMODULES = {"checks", "summary", "events", "diagnose", "lint", "attach", "pipeline", "doctor",
-               "remedies"}
+               "remedies", "invariants"}
 
 __all__ = [
     "ContractError",

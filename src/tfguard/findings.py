@@ -49,6 +49,12 @@ SYMPTOMS: dict[str, str] = {
     "learning_rate": "the learning rate is far too high (or too low) for this model",
     "input_bound": "training waits for its input pipeline more than it computes",
     "python_in_pipeline": "the tf.data pipeline runs Python (py_function, numpy_function, a generator)",
+    "labels_ignored": "the loss reads no labels: other labels change neither the loss nor its gradient",
+    "untrained_variable": "trainable variables never move: no gradient reaches them",
+    "trained_unused": "the optimizer trains variables that inference never reads (a teacher, a discarded head)",
+    "batch_dependence": "an example's output at inference changes with the other examples of its batch",
+    "training_mode_leak": "inference runs in training mode: Dropout fires or BatchNormalization uses batch statistics in predict/evaluate",
+    "collapsed_output": "an output or embedding is the same for every input",
 }
 
 #: Severities, from the mildest to the worst.

@@ -216,8 +216,10 @@ GUARD_VIOLATIONS = "guard/violations"  # cumulative count
 GUARD_SKIPPED = "guard/skipped"  # cumulative count
 GUARD_EVENTS = "guard/events"  # text: one markdown line per violation
 GUARD_RECORDS = "guard/records"  # text: one JSON object per violation (the rules' evidence)
-TEXT_LOGS = (GUARD_EVENTS, GUARD_RECORDS)
-"""Text tags that log several values at one step (skipped batches share the step): read back all of them."""
+# -- invariants of a correct program (tfguard.invariants) ---------------------------
+INVARIANT_RECORDS = "invariants/records"  # text: one JSON object per invariant check (ok or not)
+TEXT_LOGS = (GUARD_EVENTS, GUARD_RECORDS, INVARIANT_RECORDS)
+"""Text tags that log several values at one step (skipped batches, checks made after one step): read back all of them."""
 
 # -- how the run ended ----------------------------------------------------------
 RUN_STATUS = "run/status"  # text: JSON {"status", "error", "type", "step", "detail"} when it failed

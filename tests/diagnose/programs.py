@@ -25,8 +25,9 @@ import tensorflow as tf
 from sklearn.datasets import load_digits, make_moons, make_regression
 from tensorboard.plugins.hparams import api as hp
 
-from tfguard import tags
+from tfguard import invariants, tags
 from tfguard.diagnose import LiveDiagnosis
+from tfguard.findings import strict_json
 from tfguard.firewall import instrument
 
 EVERY = 2  # scalars_every of the instrumented step
@@ -62,7 +63,7 @@ def regression(n=1000, target_scale=1.0):
 
 # -- the logger stand-in -----------------------------------------------------------
 class TagWriter(keras.callbacks.Callback):
-    """Writes the tags of tfguard.tags with tf.summary, and the static lint findings it is given.
+    """Writes the tags of tfguard.tags with tf.summary, the static lint findings it is given, and the invariant records.
 
     A plain writer over the instrumented step's records (not tfguard's
     Logger), so the rules are also tested on event files another writer made.
@@ -78,6 +79,11 @@ class TagWriter(keras.callbacks.Callback):
     def set_model(self, model):
         super().set_model(model)
         instrument(model).subscribe(self._on_record, scalars_every=self.every)
+
+    def _on_invariant(self, record):
+        with self.writer.as_default():
+            tf.summary.text(tags.INVARIANT_RECORDS, json.dumps(strict_json(record)),
+                            step=record["step"])
 
     def _step(self):
         return instrument(self.model).global_step()
@@ -97,8 +103,12 @@ class TagWriter(keras.callbacks.Callback):
             tf.summary.text(tags.CONFIG_MODEL, json.dumps(describe_model(self.model)), step=0)
             if self.lint:
                 tf.summary.text("config/lint", json.dumps([f.to_dict() for f in self.lint]), step=0)
+        watch = invariants.watch(self.model, step=self._step)  # as the Logger listens to it
+        watch.add_listener(self._on_invariant)
+        watch.begin_fit()
 
     def on_epoch_end(self, epoch, logs=None):
+        invariants.watch(self.model).end_epoch(epoch)
         step = self._step()
         with self.writer.as_default():
             tf.summary.scalar(tags.EPOCH, epoch, step=step)
@@ -108,6 +118,7 @@ class TagWriter(keras.callbacks.Callback):
 
     def on_train_end(self, logs=None):
         instrument(self.model).unsubscribe(self._on_record)
+        invariants.watch(self.model).remove_listener(self._on_invariant)
         self.writer.close()
 
 

@@ -24,6 +24,7 @@ import pytest  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from tfguard.diagnose import Finding, Signals, diagnose, diagnose_logdir, render_html  # noqa: E402
+from tfguard.diagnose.causes import INVARIANTS  # noqa: E402
 from tfguard.diagnose.plots import learning_rate_png, metrics_png  # noqa: E402
 from tfguard.diagnose.plots_distributions import percentiles  # noqa: E402
 from tfguard.diagnose.plots_evidence import evidence_png, on_loss_curve  # noqa: E402
@@ -160,6 +161,8 @@ def test_each_finding_gets_its_evidence_figure(page):
             block = block[:block.index("</div>")]
             if on_loss_curve(f):  # no_learning, nonfinite, ...: the loss curve with its onset
                 assert "Its evidence is the loss curve above" in block and not PNG.findall(block)
+            elif f.id in INVARIANTS:  # a collapsed output, ...: numbers, not a curve
+                assert "An invariant of a correct program" in block and not PNG.findall(block)
             else:
                 (figure,) = PNG.findall(block)
                 assert f"evidence of {f.id}" in figure[1] and _non_blank(_png(figure[0]))

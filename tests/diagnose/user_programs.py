@@ -178,14 +178,16 @@ BUGGY = [
                                   keras.layers.Dense(10, activation="softmax")])
         model.compile(optimizer=keras.optimizers.SGD(0.05), loss="sparse_categorical_crossentropy")
         model.fit(digits_x * 16, digits_y, epochs=4, batch_size=32, verbose=0)
-    """, also=("nonfinite", "learning_rate", "dead_relu", "no_learning", "exploding_gradient")),
+    """, also=("nonfinite", "learning_rate", "dead_relu", "no_learning", "exploding_gradient",
+               "collapsed_output")),
     UserProgram("learning_rate_far_too_high", "learning_rate", """
         model = keras.Sequential([keras.Input((64,)), keras.layers.Rescaling(1 / 16),
                                   keras.layers.Dense(64, activation="relu"),
                                   keras.layers.Dense(10, activation="softmax")])
         model.compile(optimizer=keras.optimizers.Adam(1.0), loss="sparse_categorical_crossentropy")
         model.fit(digits_x, digits_y, epochs=5, batch_size=32, verbose=0)
-    """, also=("dead_relu", "no_learning", "nonfinite", "oscillating_loss", "exploding_gradient")),
+    """, also=("dead_relu", "no_learning", "nonfinite", "oscillating_loss", "exploding_gradient",
+               "collapsed_output")),
     UserProgram("fractional_labels", "label_range", """
         model = keras.Sequential([keras.Input((64,)), keras.layers.Rescaling(1 / 16),
                                   keras.layers.Dense(32, activation="relu"),

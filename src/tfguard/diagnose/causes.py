@@ -6,8 +6,13 @@ symptom it explains was found, and stays a remark otherwise.
 
 The first line a user reads should be the cause (inputs that reach 255, a
 learning rate far too high, a loss that does not fit the output), not what
-it produced (a NaN loss, dead ReLUs, no learning). `by_cause` puts the data
-and configuration findings first, then the training symptoms; a symptom that
+it produced (a NaN loss, dead ReLUs, no learning). `by_cause` puts the
+violated invariants of the program's structure (`PROGRAM_INVARIANTS`: a loss
+that ignores the labels, outputs mixed across the batch, ...) first, then the
+data and configuration findings, then the invariants of the training's state
+(`STATE_INVARIANTS`: a collapsed output, variables no gradient reaches; linked
+to a data or configuration cause listed before them that can produce them),
+then the training symptoms; a symptom that
 a listed cause can produce gets that cause (`Finding.cause`) and its message
 says so: "... most likely because inputs reach 255 and SGD's learning rate
 is 0.05".
@@ -31,25 +36,51 @@ import dataclasses
 
 from tfguard.findings import Finding, fmt, severity_rank
 
-#: Data and configuration problems, in the order they are listed (first: most fundamental).
-CAUSES = ("label_range", "loss_activation_mismatch", "unnormalized_input", "initialization",
-          "learning_rate", "pipeline_order", "python_in_pipeline")
+#: Invariants of a correct program (`tfguard.invariants`). The program's structure (a loss
+#: without labels, a trained teacher, outputs mixed across the batch, training mode at
+#: inference) is listed first; the training's state (variables no gradient reaches, an output
+#: that collapsed) comes after the data and configuration causes, which can produce it (dead
+#: ReLUs from a rate far too high) and are then named as its cause.
+PROGRAM_INVARIANTS = ("labels_ignored", "trained_unused", "batch_dependence", "training_mode_leak")
+STATE_INVARIANTS = ("untrained_variable", "collapsed_output")
+INVARIANTS = PROGRAM_INVARIANTS + STATE_INVARIANTS
+
+#: Program, data and configuration problems, in the order they are listed (first: most fundamental).
+CAUSES = (*PROGRAM_INVARIANTS, "label_range", "loss_activation_mismatch", "unnormalized_input", "initialization",
+          "learning_rate", "pipeline_order", "python_in_pipeline", *STATE_INVARIANTS)
 
 #: What each cause can produce.
 EXPLAINS = {
+    "labels_ignored": {"no_learning", "slow_convergence", "oscillating_loss", "overfitting"},
+    "untrained_variable": {"no_learning", "slow_convergence", "vanishing_gradient", "dead_relu"},
+    "trained_unused": {"overfitting"},
+    "batch_dependence": {"oscillating_loss", "slow_convergence", "no_learning", "overfitting"},
+    "training_mode_leak": {"overfitting", "oscillating_loss"},
+    "collapsed_output": {"no_learning", "slow_convergence"},
     "label_range": {"nonfinite", "no_learning", "slow_convergence", "oscillating_loss",
-                    "exploding_gradient"},
+                    "exploding_gradient", "collapsed_output"},
     "loss_activation_mismatch": {"nonfinite", "no_learning", "slow_convergence", "dead_relu",
-                                 "saturated_activation", "oscillating_loss", "vanishing_gradient"},
+                                 "saturated_activation", "oscillating_loss", "vanishing_gradient",
+                                 "collapsed_output", "untrained_variable"},
     "unnormalized_input": {"nonfinite", "exploding_gradient", "dead_relu", "saturated_activation",
-                           "no_learning", "slow_convergence", "oscillating_loss"},
+                           "no_learning", "slow_convergence", "oscillating_loss",
+                           "collapsed_output", "untrained_variable"},
     "learning_rate": {"nonfinite", "exploding_gradient", "dead_relu", "saturated_activation",
-                      "no_learning", "slow_convergence", "oscillating_loss"},
+                      "no_learning", "slow_convergence", "oscillating_loss",
+                      "collapsed_output", "untrained_variable"},
     "initialization": {"nonfinite", "exploding_gradient", "dead_relu", "saturated_activation",
                        "vanishing_gradient", "no_learning", "slow_convergence", "oscillating_loss",
-                       "learning_rate"},
+                       "learning_rate", "collapsed_output", "untrained_variable"},
     "pipeline_order": {"oscillating_loss", "no_learning", "slow_convergence"},
     "python_in_pipeline": {"input_bound"},
+}
+_INVARIANT_CLAUSES = {
+    "labels_ignored": "the loss ignores the labels",
+    "untrained_variable": "no gradient reaches some trainable variables",
+    "trained_unused": "training changes variables inference never reads",
+    "batch_dependence": "outputs depend on the rest of the batch",
+    "training_mode_leak": "inference runs in training mode",
+    "collapsed_output": "the output is the same for every input",
 }
 _LOW_RATE_EXPLAINS = {"no_learning", "slow_convergence", "vanishing_gradient"}
 
@@ -103,6 +134,9 @@ def because(cause: Finding) -> str:
         return f"layer '{cause.where}' is dead" if cause.where else "ReLU layers are dead"
     if cause.id == "python_in_pipeline":
         return "a pipeline stage runs Python"
+    if cause.id in _INVARIANT_CLAUSES:
+        where = f" ('{cause.where}')" if cause.where else ""
+        return _INVARIANT_CLAUSES[cause.id] + where
     return cause.id.replace("_", " ")
 
 
@@ -152,7 +186,8 @@ def by_cause(findings: list[Finding]) -> list[Finding]:
     causes = []
     for cause in (f for f in findings if kind(f) in CAUSES):
         if cause.evidence.get("needs_symptom") and cause.severity == "info":
-            shown = [s for s in symptoms if s.severity != "info" and _explains(cause, s)]
+            states = [f for f in findings if f.id in STATE_INVARIANTS]
+            shown = [s for s in symptoms + states if s.severity != "info" and _explains(cause, s)]
             if shown:  # a suspect configuration, and training shows what it produces
                 cause = dataclasses.replace(
                     cause, severity="warning",
@@ -173,20 +208,29 @@ def by_cause(findings: list[Finding]) -> list[Finding]:
     # that cannot move gets no updates): such a finding is dropped, not listed as a consequence
     produced = [c for c in produced
                 if not (c.id == "learning_rate" and c.evidence.get("direction") == "low")]
+    # the training's state (variables no gradient reaches, an output that collapsed) is linked
+    # to a cause listed before it that can produce it
+    causes = [_link(c, [r for r in causes[:i] if r.severity != "info" and _explains(r, c)])
+              if c.id in STATE_INVARIANTS else c for i, c in enumerate(causes)]
     symptoms = _by_onset(sorted(produced + symptoms, key=rank), rank)
     linked = []
     for symptom in symptoms:
         reasons = [c for c in causes if c.severity != "info" and _explains(c, symptom)]
         if not reasons:  # else the earlier symptom that produced it
             reasons = [o for o in linked if _produces(o, symptom)][:1]
-        if reasons and symptom.cause is None:
-            clause = " and ".join(dict.fromkeys(because(c) for c in reasons[:2]))
-            message = symptom.message.rstrip()
-            message = message[:-1] if message.endswith(".") else message
-            symptom = dataclasses.replace(symptom, cause=reasons[0].key,
-                                          message=f"{message}, most likely because {clause}.")
-        linked.append(symptom)
+        linked.append(_link(symptom, reasons))
     return causes + linked
+
+
+def _link(finding: Finding, reasons: list[Finding]) -> Finding:
+    """The finding with its first reason as `cause` and "most likely because ..." in its message."""
+    if not reasons or finding.cause is not None:
+        return finding
+    clause = " and ".join(dict.fromkeys(because(c) for c in reasons[:2]))
+    message = finding.message.rstrip()
+    message = message[:-1] if message.endswith(".") else message
+    return dataclasses.replace(finding, cause=reasons[0].key,
+                               message=f"{message}, most likely because {clause}.")
 
 
 def by_measured_fix(findings: list[Finding], trials) -> list[Finding]:
@@ -240,4 +284,5 @@ def by_measured_fix(findings: list[Finding], trials) -> list[Finding]:
     return [moved] + [f for f in findings if f is not winner]
 
 
-__all__ = ["CAUSES", "EXPLAINS", "SYMPTOM_EXPLAINS", "because", "by_cause", "by_measured_fix"]
+__all__ = ["CAUSES", "EXPLAINS", "INVARIANTS", "PROGRAM_INVARIANTS", "STATE_INVARIANTS", "SYMPTOM_EXPLAINS", "because",
+           "by_cause", "by_measured_fix"]

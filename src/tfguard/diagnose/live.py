@@ -11,7 +11,9 @@ model is instrumented (`tfguard.firewall.instrument`, the default), the
 per-step signals the guarded train step computes on schedule: gradient
 norms, zero-gradient, dead and saturated fractions, input and label
 statistics. Signals are computed once, in the graph; the callback only
-listens. Rules whose signals are absent are listed in
+listens. The invariant checks of a correct program (`tfguard.invariants`:
+after the first step and at epoch ends) reach the rules the same way, as
+`invariants/records` in the history. Rules whose signals are absent are listed in
 `diagnosis.rules_skipped`.
 
 Example:
@@ -28,6 +30,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping
 
 import keras
@@ -38,7 +41,9 @@ from tfguard.diagnose.finding import Finding, severity_rank
 from tfguard.diagnose.recorder import SignalRecorder
 from tfguard.diagnose.rules import Rule
 from tfguard.diagnose.thresholds import Thresholds
+from tfguard.findings import strict_json
 from tfguard.firewall import instrument as instrument_model
+from tfguard.invariants import watch as invariant_watch
 from tfguard.lint.describe import describe_model
 from tfguard.summary.runinfo import learning_rate, step_values
 
@@ -75,6 +80,8 @@ class LiveDiagnosis(keras.callbacks.Callback):
         hparams: hyperparameters to show in reports. Defaults to `None`.
         lint: static findings (e.g. of the input pipeline) to report.
             Defaults to `None`.
+        invariants: run the invariant checks of a correct program
+            (`tfguard.invariants.watch`, shared with a `Logger`). Defaults to `True`.
 
     Raises:
         ContractError: for an unknown rule id or threshold name (at the first epoch end).
@@ -93,8 +100,11 @@ class LiveDiagnosis(keras.callbacks.Callback):
         run: str = "live",
         hparams: Mapping | None = None,
         lint: list | None = None,
+        invariants: bool = True,
     ):
         super().__init__()
+        self.invariants = bool(invariants)
+        self._watch = None
         if int(scalars_every) < 1:
             raise ValueError(
                 "Received an invalid value for `scalars_every`, expected a positive integer. "
@@ -135,6 +145,10 @@ class LiveDiagnosis(keras.callbacks.Callback):
         self.recorder.add_text(tags.GUARD_EVENTS, event.step, event.message)
         self.recorder.add_event(event)
 
+    def _on_invariant(self, record: dict) -> None:
+        self.recorder.add_text(tags.INVARIANT_RECORDS, int(record["step"]),
+                               json.dumps(strict_json(record)))
+
     def _step(self) -> int:
         if self._inst is not None:
             return self._inst.global_step()
@@ -150,6 +164,10 @@ class LiveDiagnosis(keras.callbacks.Callback):
             self._describe_again = not self.model.built
         if self._inst is not None and self.model.train_function is None:
             self.model.make_train_function()
+        if self.invariants:
+            self._watch = invariant_watch(self.model, step=self._step)
+            self._watch.add_listener(self._on_invariant)
+            self._watch.begin_fit(self._next_epoch)
 
     def on_epoch_end(self, epoch, logs=None):
         # fits of one model continue one history: fit(epochs=1) in a loop is epoch 0, 1, 2, ...
@@ -158,6 +176,8 @@ class LiveDiagnosis(keras.callbacks.Callback):
         if getattr(self, "_describe_again", False) and self.model.built:
             self._describe_again = False
             self.recorder.model = _describe(self.model) or self.recorder.model
+        if self._watch is not None:
+            self._watch.end_epoch(epoch)
         self.recorder.end_epoch(epoch, self._step(), logs,
                                 learning_rate(getattr(self.model, "optimizer", None)))
         self.diagnosis = diagnose(self.recorder.signals(), rules=self.rules,
@@ -176,6 +196,8 @@ class LiveDiagnosis(keras.callbacks.Callback):
                 self.model.stop_training = True
 
     def on_train_end(self, logs=None):
+        if self._watch is not None:
+            self._watch.remove_listener(self._on_invariant)
         if self._inst is not None:
             self._inst.unsubscribe(self._on_record)
             self._inst.remove_event_listener(self._on_guard_event)

@@ -20,7 +20,8 @@ Each symptom has the figure that shows why it was found:
 Any other symptom (`nonfinite`, `no_learning`, `oscillating_loss`, ...)
 lives in the loss curve itself, which the report already draws with every
 onset marked: `evidence_png` gives `None` for it (`on_loss_curve` says
-which), as for static findings without a curve (`pipeline_order`, ...).
+which), as for findings without a curve (`pipeline_order`, the invariants of
+`tfguard.invariants`, ...).
 
 Example:
 
@@ -38,6 +39,7 @@ from collections.abc import Callable
 import numpy as np
 
 from tfguard import tags
+from tfguard.diagnose.causes import INVARIANTS
 from tfguard.diagnose.plot_kit import (
     figure,
     finish,
@@ -53,7 +55,7 @@ from tfguard.diagnose.signals import Signals
 from tfguard.diagnose.thresholds import Thresholds
 
 _DEFAULTS = Thresholds()
-_NO_CURVE = frozenset({"pipeline_order", "python_in_pipeline"})
+_NO_CURVE = frozenset({"pipeline_order", "python_in_pipeline", *INVARIANTS})  # numbers, not a curve
 
 
 def _gradients(signals: Signals, finding) -> bytes | None:

@@ -25,6 +25,7 @@ True
 from __future__ import annotations
 
 from tfguard import tags
+from tfguard.diagnose.causes import INVARIANTS
 from tfguard.diagnose.engine import Diagnosis
 from tfguard.diagnose.firewall_log import violations
 from tfguard.diagnose.plots_distributions import distributions_png, layer_histograms
@@ -49,6 +50,10 @@ def evidence_section(d: Diagnosis) -> str:
         if not figure and on_loss_curve(f) and d.signals is not None:
             figure = ('<p class="muted">Its evidence is the loss curve above, where its onset '
                       f"({e(f.onset_text())}) is marked.</p>")
+        elif not figure and f.id in INVARIANTS:
+            figure = ('<p class="muted">An invariant of a correct program, checked once on the '
+                      "model's own functions: its evidence is the numbers and names of the "
+                      "finding.</p>")
         elif not figure:
             figure = '<p class="muted">No curve shows this finding (a static check of the model or pipeline, or its signals were not logged).</p>'
         blocks.append(

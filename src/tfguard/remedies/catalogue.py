@@ -33,6 +33,9 @@ overfitting                 `EarlyStopping(monitor="val_loss",
                             restore_best_weights=True)`
 pipeline_order              the `tf.data` examples shuffled before batching
                             (`ds.unbatch().shuffle(n).batch(size)`)
+trained_unused              the network inference never reads frozen
+                            (`teacher.trainable = False`) in the model that
+                            calls it
 ==========================  ==================================================
 
 `plan(findings)` picks the trials for a diagnosis: warnings and errors only,
@@ -69,6 +72,7 @@ import tensorflow as tf
 
 from tfguard.diagnose.rules.optimizer import KERAS_DEFAULT_RATES
 from tfguard.findings import Finding, fmt
+from tfguard.hooks.keras_compat import nested_layers
 from tfguard.remedies import edits
 from tfguard.remedies.edits import NotApplicable
 
@@ -372,6 +376,24 @@ def shuffle_before_batch(answers: str = "pipeline_order", buffer: int = 10_000) 
                   on_fit=on_fit)
 
 
+# -- the model's parts ---------------------------------------------------------------------------
+def freeze(answers: str = "trained_unused", names: Sequence[str] = ()) -> Remedy:
+    """`layer.trainable = False` for the named networks nested in the model being compiled.
+
+    A distillation model's teacher is trained on its own first (its own
+    `compile`/`fit` are left alone); when a model that holds it is compiled,
+    the teacher is frozen, so that model's optimizer no longer moves it.
+    """
+    def on_compile(state, model, arguments):
+        for layer in nested_layers(model):
+            if layer.name in names and layer.trainable and state.once("freeze", id(layer)):
+                layer.trainable = False
+                state.changed(f"{layer.name}.trainable = False (in '{model.name}', before compile)")
+    shown = ", ".join(names) or "the unused network"
+    return Remedy("freeze_unused", answers, f"{shown}.trainable = False before compile",
+                  on_compile=on_compile)
+
+
 # -- the catalogue -----------------------------------------------------------------------------------
 _SQUASHING = ("sigmoid", "tanh")
 
@@ -431,6 +453,9 @@ def remedies_for(finding: Finding, target: tuple | None = None) -> list[Remedy]:
         return [early_stopping(fid)]
     if fid == "pipeline_order":
         return [shuffle_before_batch(fid)]
+    if fid == "trained_unused" and ev.get("freeze"):  # "teacher" or "a, b" (the report's text form)
+        names = ev["freeze"] if isinstance(ev["freeze"], list) else str(ev["freeze"]).split(", ")
+        return [freeze(fid, tuple(names))]
     return []
 
 
@@ -474,6 +499,6 @@ def plan(findings: Iterable, *, per_finding: int = PER_FINDING, locate: Callable
 
 
 __all__ = ["ALARMS", "PATIENCE", "PER_FINDING", "Remedy", "activation_swap", "clipnorm",
-           "early_stopping", "label_remap", "learning_rate_default", "learning_rate_scaled",
+           "early_stopping", "freeze", "label_remap", "learning_rate_default", "learning_rate_scaled",
            "matching_output", "multi_label_head", "normalization", "plan", "reinit",
            "remedies_for", "shuffle_before_batch"]

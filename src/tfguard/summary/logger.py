@@ -22,7 +22,10 @@ every tag of `tfguard.tags` in it, all at one global step: the optimizer's
   experiment and session, and with `embeddings=` a projector at the end of
   training (the lint package is imported lazily and skipped if missing);
 * for every firewall violation: `guard/events` (one markdown line saying
-  where) and the counters.
+  where) and the counters;
+* for every invariant check of a correct program (`tfguard.invariants`:
+  after the first step and at epoch ends): `invariants/records`, one JSON
+  object per check, passed or not.
 
 Everything step-level comes from the model's instrumentation
 (`tfguard.instrument`): the signals, weight norms and update ratios are
@@ -89,6 +92,7 @@ from tfguard.distribute.multiworker import is_chief
 from tfguard.errors import ContractError, SummaryWriteError
 from tfguard.findings import strict_json
 from tfguard.firewall import instrument, instrumentation_of
+from tfguard.invariants import watch as invariant_watch
 from tfguard.lint.failure import end_record, failure_record
 from tfguard.summary import hparams as hparams_module
 from tfguard.summary import lifecycle, runinfo
@@ -219,6 +223,8 @@ class Logger(keras.callbacks.Callback):
         strict: a failed write raises `tfguard.errors.SummaryWriteError`
             (training stops) instead of one `SummaryWarning` and no more logs.
             Defaults to `False`.
+        invariants: run the invariant checks of a correct program
+            (`tfguard.invariants.watch`) and write their records. Defaults to `True`.
 
     Raises:
         ContractError: for an invalid option.
@@ -255,8 +261,11 @@ class Logger(keras.callbacks.Callback):
         flush_millis: int = DEFAULT_FLUSH_MILLIS,
         filename_suffix: str = DEFAULT_FILENAME_SUFFIX,
         strict: bool = False,
+        invariants: bool = True,
     ):
         super().__init__()
+        self.invariants = bool(invariants)
+        self._watch = None
         if logdir is not None and log_dir is not None and os.fspath(logdir) != os.fspath(log_dir):
             raise ContractError(
                 "Received both `logdir` and `log_dir` (Keras's name), expected one of them. "
@@ -449,6 +458,7 @@ class Logger(keras.callbacks.Callback):
             graph = model_graph_value(model) if self.keras.write_graph else None
             if graph is not None:
                 self._writer.write(self._step, [graph])
+        self._begin_invariants()
         if not self._lint_written and not want_lint:
             self._lint_written = self._writer.write(
                 self._step, [text_value(tags.CONFIG_LINT,
@@ -474,6 +484,8 @@ class Logger(keras.callbacks.Callback):
                 self._pending.setdefault(step, []).append(text_value(tags.CONFIG_MODEL, description))
         epoch = max(int(epoch), self._next_epoch)  # fits of one model continue one history
         self._next_epoch = epoch + 1
+        if self._watch is not None:
+            self._watch.end_epoch(epoch)  # its records join this step's values
         epoch_values = runinfo.epoch_values(epoch, logs, getattr(self.model, "optimizer", None))
         self._metric_tags.update(tag for tag in epoch_values if tags.is_metric(tag))
         values = [scalar_value(tag, value) for tag, value in epoch_values.items()]
@@ -548,6 +560,19 @@ class Logger(keras.callbacks.Callback):
                   text_value(tags.GUARD_RECORDS, guard_event_json(event)), *self._guard_counters()]
         self._pending.setdefault(int(event.step), []).extend(values)
         self._emit()
+
+    def _begin_invariants(self) -> None:
+        """Listens to the model's invariant checks (one watch per model, shared with LiveDiagnosis)."""
+        if not self.invariants:
+            return
+        self._watch = invariant_watch(self.model, step=self._read_step)
+        self._watch.add_listener(self._on_invariant)
+        self._watch.begin_fit(self._next_epoch)
+
+    def _on_invariant(self, record: dict) -> None:
+        if self._training and self.active:
+            text = text_value(tags.INVARIANT_RECORDS, json.dumps(strict_json(record)))
+            self._pending.setdefault(int(record["step"]), []).append(text)
 
     def _guard_counters(self) -> list:
         inst = self._inst
@@ -699,6 +724,8 @@ class Logger(keras.callbacks.Callback):
                 raise
         finally:
             self._listen(False)
+            if self._watch is not None:
+                self._watch.remove_listener(self._on_invariant)
             if self._profiler is not None:
                 self._profiler.stop()
             for hook in self._signal_hooks:

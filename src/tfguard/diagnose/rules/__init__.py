@@ -17,6 +17,14 @@ from tfguard.diagnose.rules.base import Rule
 from tfguard.diagnose.rules.contract import loss_activation_mismatch
 from tfguard.diagnose.rules.data import label_range, pipeline_order, unnormalized_input
 from tfguard.diagnose.rules.gradients import exploding_gradient, vanishing_gradient
+from tfguard.diagnose.rules.invariants import (
+    batch_dependence,
+    collapsed_output,
+    labels_ignored,
+    trained_unused,
+    training_mode_leak,
+    untrained_variable,
+)
 from tfguard.diagnose.rules.loss_curve import (
     no_learning,
     oscillating_loss,
@@ -50,6 +58,12 @@ RULES: dict[str, Rule] = {
              after_death=True),
         Rule("input_bound", input_bound, "perf/input_wait_fraction, config/lint"),
         Rule("python_in_pipeline", python_in_pipeline, "config/lint"),
+        Rule("labels_ignored", labels_ignored, "invariants/records", after_death=True),
+        Rule("untrained_variable", untrained_variable, "invariants/records", after_death=True),
+        Rule("trained_unused", trained_unused, "invariants/records", after_death=True),
+        Rule("batch_dependence", batch_dependence, "invariants/records", after_death=True),
+        Rule("training_mode_leak", training_mode_leak, "invariants/records", after_death=True),
+        Rule("collapsed_output", collapsed_output, "invariants/records", after_death=True),
     )
 }
 

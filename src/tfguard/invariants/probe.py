@@ -1,0 +1,126 @@
+"""One eager forward pass of the model's own `call`, every nested layer's output recorded.
+
+`forward(model, x)` runs `model(x, training=False)` (what `predict` and
+`evaluate` run) once, eagerly, with a tap on every nested layer
+(`tfguard.hooks.taps`), and returns the model's outputs, what each layer
+returned in the order the layers completed, and which trainable variables
+the pass read. `state_kept(model)` puts every variable the probe may move
+back as it was: BatchNormalization statistics assigned by a layer that
+hard-codes `training=True`, Dropout's seed state, metric totals.
+
+Example:
+
+>>> import keras, numpy as np
+>>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, name="d")], name="m")
+>>> seen = forward(model, np.ones((4, 3), "float32"))
+>>> [layer.path for layer in seen.layers], sorted(seen.read)
+(['m/d'], ['m/d/bias', 'm/d/kernel'])
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfguard.hooks import keras_compat, taps
+
+
+@dataclasses.dataclass(frozen=True)
+class LayerOutput:
+    """What one layer call returned: its path, class name, whether it is a model, numpy outputs."""
+
+    path: str
+    kind: str
+    is_model: bool
+    arrays: list
+
+
+@dataclasses.dataclass
+class Seen:
+    """What one forward pass showed.
+
+    Args:
+        outputs: the model's outputs, flattened, as numpy arrays.
+        layers: a `LayerOutput` per layer call, in the order the calls completed.
+        read: the paths of the trainable variables the pass read.
+    """
+
+    outputs: list
+    layers: list
+    read: set
+
+
+def _path(layer) -> str:
+    return getattr(layer, "path", None) or layer.name
+
+
+def _numpy(value) -> list:
+    found = []
+    for leaf in tf.nest.flatten(value):
+        if isinstance(leaf, (tf.Tensor, np.ndarray)) or hasattr(leaf, "numpy"):
+            with contextlib.suppress(Exception):
+                found.append(np.asarray(leaf))
+    return found
+
+
+def forward(model: keras.Model, x, *, training: bool = False, models_only: bool = False) -> Seen:
+    """Runs `model(x, training=training)` eagerly, recording layer outputs and variable reads.
+
+    Args:
+        model: a Keras model with a `call`.
+        x: one batch of inputs.
+        training: the mode asked of the model. Defaults to `False`.
+        models_only: record the outputs of nested models only (embeddings), not of
+            every layer: fewer taps for a check run at every epoch end. Defaults to `False`.
+
+    Returns:
+        A `Seen`.
+
+    Raises:
+        Exception: whatever the model's `call` raises (a model without `call`:
+            `NotImplementedError`).
+    """
+    layers = keras_compat.nested_layers(model)
+    if models_only:
+        layers = [layer for layer in layers if isinstance(layer, keras.Model)]
+    added = [layer for layer in layers if not taps.is_tapped(layer)]
+    taps.install(added)
+    try:
+        kwargs = {"training": training} if keras_compat.call_has_training_arg(model) else {}
+        with taps.recording() as tape, tf.GradientTape() as gradient_tape:
+            outputs = model(x, **kwargs)
+        watched = {id(v) for v in gradient_tape.watched_variables()}
+    finally:
+        taps.uninstall(added)
+    read = {v.path for v in model.trainable_variables if id(getattr(v, "value", v)) in watched}
+    recorded = [LayerOutput(_path(layer), type(layer).__name__, isinstance(layer, keras.Model),
+                            _numpy(out)) for layer, out in tape.records]
+    return Seen(outputs=_numpy(outputs), layers=recorded, read=read)
+
+
+@contextlib.contextmanager
+def state_kept(model: keras.Model):
+    """Restores every non-trainable model variable and metric variable on exit.
+
+    The trainable weights are not copied: the probes never apply an update.
+    """
+    variables = list(model.non_trainable_variables)
+    seen = {id(v) for v in variables}
+    for metric in getattr(model, "metrics", []) or []:
+        for v in metric.variables:
+            if id(v) not in seen:
+                seen.add(id(v))
+                variables.append(v)
+    values = [keras.ops.convert_to_numpy(v.value) for v in variables]
+    try:
+        yield
+    finally:
+        for v, value in zip(variables, values):
+            v.assign(value)
+
+
+__all__ = ["LayerOutput", "Seen", "forward", "state_kept"]
