@@ -242,7 +242,7 @@ inputs = keras.Input((64,))
 model = keras.Model(inputs, keras.layers.Dense(10, activation="softmax")(Block()(inputs)))
 model.compile(optimizer=keras.optimizers.SGD(0.05), loss="sparse_categorical_crossentropy")
 model.fit(digits_x * 16, digits_y, epochs=4, batch_size=32, verbose=0)
-""", also=("nonfinite", "learning_rate", "dead_relu", "no_learning", "exploding_gradient")),
+""", also=("nonfinite", "learning_rate", "dead_relu", "no_learning", "exploding_gradient", "collapsed_output")),
     UserProgram("initializer_far_too_wide_mlp", "saturated_activation", """
 x, y = load_breast_cancer(return_X_y=True)
 order = np.random.default_rng(0).permutation(len(x))
@@ -300,7 +300,7 @@ model = keras.Sequential([keras.Input((10,)), keras.layers.Dense(32, activation=
                           keras.layers.Dense(1, activation="softmax")])
 model.compile(optimizer="adam", loss="mse")
 model.fit(x, y, epochs=8, batch_size=32, validation_split=0.2, verbose=0)
-""", also=("no_learning", "label_range", "slow_convergence")),
+""", also=("no_learning", "label_range", "slow_convergence", "collapsed_output")),
     UserProgram("sgd_momentum_batch_size_one", "learning_rate", """
 x, y = load_iris(return_X_y=True)
 order = np.random.default_rng(0).permutation(len(x))
@@ -343,7 +343,7 @@ model = keras.Sequential([keras.Input((64,)), keras.layers.Rescaling(1 / 16),
                           keras.layers.Dense(10, activation="softmax")])
 model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
 model.fit(digits_x, digits_y, epochs=5, batch_size=64, validation_split=0.2, verbose=0)
-""", also=("no_learning", "slow_convergence", "vanishing_gradient")),
+""", also=("no_learning", "slow_convergence", "vanishing_gradient", "untrained_variable", "collapsed_output")),
     UserProgram("vae_optimizer_barely_moves", "learning_rate", _VAE + """
 vae.compile(optimizer=keras.optimizers.SGD(1e-8))
 vae.fit(digits_x / 16.0, epochs=5, batch_size=64, verbose=0)

@@ -31,7 +31,8 @@ def test_distillation_teacher_trained_by_the_loss():
     (finding,) = found
     assert finding.id == "trained_unused" and finding.severity == "warning"
     assert finding.where == "teacher" and finding.onset_step == 1
-    assert finding.evidence["layers"] == "teacher/dense, teacher/dense_1"
+    assert finding.evidence["layers"] == ", ".join(  # Keras numbers layer names per process
+        f"teacher/{layer.name}" for layer in live.model.teacher.layers)
     assert finding.evidence["variables"] == ", ".join(
         v.path for v in live.model.teacher.trainable_variables)
     assert finding.evidence["freeze"] == "teacher" and finding.evidence["attributes"] == "teacher"
@@ -117,7 +118,9 @@ def test_healthy_twin_gets_no_invariant_finding(name):
     _, live, found = _fit(HEALTHY[name])
     assert found == []
     ran = {r["check"] for r in live._watch.records}
-    if name.endswith("without_call"):  # no call(): only the variables are checked, silently
+    if name == "gan_without_call":  # several optimizers: a GAN's losses leave some variables
+        assert ran == set()          # without a gradient by design (a WGAN critic's output bias)
+    elif name.endswith("without_call"):  # no call(): only the variables are checked, silently
         assert ran == {"untrained_variable"}
     else:  # a custom train_step or no labels: the loss is not the compiled one, not checked
         assert {"training_mode_leak", "batch_dependence", "labels_ignored",

@@ -54,10 +54,12 @@ def test_the_violated_invariant_is_listed_before_what_it_produces():
                       onset_step=1)
     dead = Finding("dead_relu", "warning", "dead units.", where="dense", onset_step=2)
     ordered = by_cause([stuck, dead, ignored])
-    assert [f.id for f in ordered] == ["labels_ignored", "no_learning", "dead_relu"]
-    assert ordered[1].cause == ("labels_ignored", "model")
-    assert ordered[1].message.endswith("most likely because the loss ignores the labels ('model').")
-    assert ordered[2].cause is None  # labels ignored do not kill ReLUs
+    # the cause first; the symptoms by onset, one another can produce after it (dead ReLUs can stall a run)
+    assert [f.id for f in ordered] == ["labels_ignored", "dead_relu", "no_learning"]
+    stalled = ordered[2]
+    assert stalled.cause == ("labels_ignored", "model")  # linked to the invariant, not to the earlier symptom
+    assert stalled.message.endswith("most likely because the loss ignores the labels ('model').")
+    assert ordered[1].cause is None  # labels ignored do not kill ReLUs
 
 
 def test_weight_decay_alone_does_not_count_as_training():

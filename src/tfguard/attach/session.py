@@ -45,6 +45,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import inspect
@@ -295,6 +296,9 @@ class AttachSession:
             elif "fit" in owner.__dict__:
                 del owner.fit
             for state in self._models.values():
+                if state.logger is not None:  # a fit a callback ended by raising never ended its run
+                    with contextlib.suppress(Exception):
+                        state.logger.close()
                 self._restore(state)
             if self._gating:
                 loop.ungate_optimizers()

@@ -89,9 +89,10 @@ SYMPTOM_EXPLAINS = {
     "exploding_gradient": {"nonfinite", "oscillating_loss", "no_learning", "dead_relu",
                            "saturated_activation"},
     "oscillating_loss": {"no_learning", "slow_convergence"},
-    "dead_relu": {"vanishing_gradient", "no_learning", "slow_convergence"},
-    "saturated_activation": {"vanishing_gradient", "no_learning", "slow_convergence"},
-    "vanishing_gradient": {"no_learning", "slow_convergence"},
+    "dead_relu": {"vanishing_gradient", "no_learning", "slow_convergence", "untrained_variable",
+                  "collapsed_output"},
+    "saturated_activation": {"vanishing_gradient", "no_learning", "slow_convergence", "collapsed_output"},
+    "vanishing_gradient": {"no_learning", "slow_convergence", "untrained_variable"},
 }
 
 
@@ -202,7 +203,13 @@ def by_cause(findings: list[Finding]) -> list[Finding]:
         return o is not c and o.severity != "info" and _explains(o, c) and (
             not _explains(c, o) or CAUSES.index(kind(o)) < CAUSES.index(kind(c)))
 
-    produced = [c for c in causes if any(demotes(o, c) for o in causes)]
+    # the training's state (untrained variables, a collapsed output) stays among the causes, named
+    # after the cause that produces it, unless a symptom produced it (a dead layer's bias gets no
+    # gradient): then it follows that symptom
+    produced = [c for c in causes if c.id not in STATE_INVARIANTS and any(demotes(o, c) for o in causes)]
+    produced += [c for c in causes if c.id in STATE_INVARIANTS
+                 and not any(r is not c and r.severity != "info" and _explains(r, c) for r in causes)
+                 and any(_produces(s, c) for s in symptoms)]
     causes = [c for c in causes if c not in produced]
     # "the learning rate is far too low" is false when nothing could learn anyway (an output
     # that cannot move gets no updates): such a finding is dropped, not listed as a consequence

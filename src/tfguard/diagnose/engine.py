@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from tfguard import tags
-from tfguard.diagnose.causes import by_cause
+from tfguard.diagnose.causes import INVARIANTS, by_cause
 from tfguard.diagnose.finding import Finding, severity_rank
 from tfguard.diagnose.rules import RULES, Rule
 from tfguard.diagnose.rules.base import own_losses
@@ -293,8 +293,10 @@ def run_status(signals: Signals, rules_run: list, skipped: list | None = None,
         return {"state": "no_evidence",
                 "text": "no signal any rule can read was logged: nothing can be said about this run"}
     th = Thresholds.resolve(thresholds)
-    skipped = skipped or []
-    total = len(rules_run) + len(skipped)
+    # an invariant check that does not apply to the program (a GAN has no inference call) is
+    # not evidence missing about the training: only the rules of its signals count here
+    skipped = [s for s in skipped or [] if s["id"] not in INVARIANTS]
+    total = len([r for r in rules_run if r not in INVARIANTS]) + len(skipped)
     if total and len(skipped) / total > th.little_evidence_skipped:
         missing = list(dict.fromkeys(_missing_what(s["reason"]) for s in skipped))
         return {"state": "little_evidence", "missing": missing,

@@ -15,7 +15,9 @@ value scaled alike) counts as not trained.
   (perturbing one changes the output: `needed`): an integer cast on the
   path, a misplaced `stop_gradient`, a branch cut from the loss. A variable
   the output does not depend on (a bias that cancels in a distance) is kept
-  in the evidence as `not_needed`, without a finding.
+  in the evidence as `not_needed`, without a finding. Not checked for
+  programs with several optimizers either (a WGAN critic's output bias gets
+  no gradient by design).
 
 Example:
 

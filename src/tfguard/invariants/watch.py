@@ -214,7 +214,15 @@ class InvariantWatch:
             self.errors.append(f"{fn.__name__}: {type(error).__name__}: {error}")
             return None
 
-    def _untrained(self, model, moved: list[str]) -> dict:
+    def _untrained(self, model, moved: list[str]) -> dict | None:
+        """The `untrained_variable` record, or `None` for a model with several optimizers.
+
+        A GAN's losses are differences of one network's outputs: some of its
+        variables get no gradient by design (a WGAN critic's output bias
+        cancels in `mean(fake) - mean(real)`).
+        """
+        if variables.optimizer_count(model) > 1:
+            return None
         still = [p for p in self.fingerprints.paths if p not in set(moved)]
         need = None
         if still and moved and self.batch is not None and self.read is not None:
