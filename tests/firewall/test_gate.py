@@ -134,3 +134,24 @@ def test_a_subclassed_model_built_lazily_in_its_first_step_is_guarded_and_logged
     run = read_run(logger.run_path)
     assert any(tag.startswith("grad_norm/") for tag in run)
     assert any(tag.startswith("hist/gradients/") for tag in run)
+
+
+def test_a_non_finite_gradient_of_a_gated_update_is_named_without_being_kept_to_count():
+    """The gate judges a gradient by its sum and lets it die with the update: the violation names it."""
+    import tensorflow as tf
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((4,))
+    h = keras.layers.Dense(3, name="d")(inputs)
+    # sqrt at 0: a finite forward pass whose gradient is infinite
+    outputs = keras.layers.Lambda(lambda t: t + tf.sqrt(tf.nn.relu(t) - tf.nn.relu(t)), name="root")(h)
+    model = keras.Model(inputs, outputs)
+    model.compile(optimizer="adam", loss="mse")
+    x = np.random.default_rng(0).random((16, 4), dtype=np.float32)
+    model.optimizer.build(model.trainable_variables)
+    tfguard.guard(model, policy="raise", quarantine_dir=None, hold_bytes=0)
+    before = foreign.state_of(model, model.optimizer, metrics=False)
+    with pytest.raises(tfguard.GuardViolation) as info:
+        model.fit(x, np.ones((16, 3), np.float32), batch_size=16, verbose=0)
+    assert info.value.checkpoint == "gradients" and "d/kernel" in info.value.where
+    assert "has a NaN or Inf among its 12 values" in str(info.value)
+    assert foreign.bitwise_equal(before, foreign.state_of(model, model.optimizer, metrics=False))

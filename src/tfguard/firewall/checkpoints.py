@@ -33,6 +33,8 @@ from tfguard.hooks.context import StepContext
 
 CHECKPOINTS = ("data", "forward", "loss", "gradients", "update")
 MUST_REJECT = ("loss", "gradients", "update")
+UNCOUNTED = -1.0
+"""The NaN/Inf counts of a flag judged by its sum alone (`counted_flag`): not taken."""
 """Checkpoints whose failure is never applied, whatever the policy (it would poison the weights)."""
 
 
@@ -76,18 +78,26 @@ def float_leaves(value) -> list[tf.Tensor]:
 
 
 def counted_flag(slot: Slot, tensor: tf.Tensor, reducer: stats.Reducer | None = None) -> Flag:
-    """A finiteness flag taken now, its counts too (only when a value is not finite): `tensor` may die at once.
+    """A finiteness flag taken now, so that `tensor` may die at once (its NaN/Inf counts are not taken).
 
     The flags a step decides on at its end keep their tensors alive until
-    then; a value that must not outlive this point (a gradient or a dry-run
-    update of a gated step, see `tfguard.firewall.gate`) is judged here.
+    then, for their exact counts on failure; a value that must not outlive
+    this point (a gradient or a dry-run update of a gated step, see
+    `tfguard.firewall.gate`) is judged here by its sum alone. Counting its
+    NaN/Inf values on failure would keep it alive too (a branch holds its
+    inputs until it has run): its counts read `UNCOUNTED`, and a violation
+    says which tensor, not how many values.
+
+    Example:
+
+    >>> flag = counted_flag(Slot("gradients", "g", "finite"), tf.constant([1.0, float("nan")]))
+    >>> bool(flag.ok), flag.counts.numpy().tolist()
+    (False, [-1.0, -1.0, -1.0, 2.0])
     """
     total = tensor.shape.num_elements()
     ok = tf.math.is_finite((reducer or stats.Reducer()).sums([tensor])[0])
     size = tf.constant(float(total)) if total is not None else tf.cast(tf.size(tensor), tf.float32)
-    counts = rare_cond(tf.logical_not(ok), lambda: nonfinite_counts([tensor])[0],
-                       lambda: tf.stack([0.0, 0.0, 0.0, size]))
-    return Flag(slot, ok=ok, counts=counts)
+    return Flag(slot, ok=ok, counts=tf.stack([UNCOUNTED, UNCOUNTED, UNCOUNTED, size]))
 
 
 def finite_flags(checkpoint: str, named: dict) -> list[Flag]:
@@ -267,5 +277,5 @@ def variable_path(variable) -> str:
     return getattr(variable, "path", None) or variable.name
 
 
-__all__ = ["CHECKPOINTS", "MUST_REJECT", "Flag", "Slot", "counted_flag", "data", "finite_flags", "finite_ok", "float_leaves",
+__all__ = ["CHECKPOINTS", "MUST_REJECT", "UNCOUNTED", "Flag", "Slot", "counted_flag", "data", "finite_flags", "finite_ok", "float_leaves",
            "forward", "gradients", "loss", "nonfinite_counts", "update", "variable_path"]

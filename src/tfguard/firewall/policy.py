@@ -250,6 +250,8 @@ class Violation:
             nan, posinf, neginf, total = (int(v) for v in row)
             counts = {"nan": nan, "posinf": posinf, "neginf": neginf, "total": total}
             verb = "would have" if slot.checkpoint == "update" else "has"
+            if nan < 0:  # judged by its sum alone, not kept to be counted (a gated step)
+                return {"total": total}, f"{verb} a NaN or Inf among its {total} values"
             return counts, f"{verb} {nan} NaN, {posinf} +Inf, {neginf} -Inf of {total} values"
         data_index = sum(1 for s in plan.slots[:index] if s.checkpoint == "data")
         if "data_values" in extra:  # several replicas: counted in the graph, all-reduced
