@@ -224,7 +224,7 @@ class Instrumentation(Counters):
             self.contract = infer_contract(model) if self.guard.data == "infer" else self.guard.data
         want_taps = self.guard is not None or self.bus.wants_signals
         if want_taps and not self._tapped:
-            self._tapped = taps.tappable_layers(model)
+            self._tapped = taps.tappable_layers(model, recursive=True)
             taps.install(self._tapped)
 
     # -- counting ----------------------------------------------------------------

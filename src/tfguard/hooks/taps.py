@@ -109,10 +109,12 @@ def uninstall(layers: Iterable[keras.layers.Layer]) -> None:
 
 
 def tappable_layers(model: keras.Model, recursive: bool = False) -> list[keras.layers.Layer]:
-    """The layers whose outputs the forward checkpoint watches.
+    """The layers whose outputs the forward checkpoint and the activation signals watch.
 
-    Functional and Sequential models: every layer. Subclassed models: their
-    direct sub-layers. With `recursive=True` (replays), every nested layer.
+    `model.layers` (a functional or Sequential model's own layers, a
+    subclassed model's direct sub-layers), or with `recursive=True` every
+    nested layer: the guarded step and replays take that, so a GAN's or a
+    VAE's inner layers are watched too.
     """
     layers = keras_compat.nested_layers(model) if recursive else list(model.layers)
     return [layer for layer in layers if not isinstance(layer, keras.layers.InputLayer)]
