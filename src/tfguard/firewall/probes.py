@@ -31,7 +31,6 @@ from tfguard import tags
 from tfguard.checks.contract import leaves
 from tfguard.firewall import stats
 from tfguard.firewall.checkpoints import float_leaves
-from tfguard.hooks.branch import rare_cond
 from tfguard.hooks.context import StepContext
 from tfguard.hooks.transaction import is_float, tf_variable
 
@@ -156,7 +155,7 @@ def gradient_buckets(update, flag) -> tf.Tensor | None:
     grads = [g for g in update.unscaled() if g is not None]
     if not grads:
         return None
-    return rare_cond(tf.convert_to_tensor(flag), lambda: stats.buckets_many(grads, HIST_BUCKETS),
+    return tf.cond(tf.convert_to_tensor(flag), lambda: stats.buckets_many(grads, HIST_BUCKETS),
                    lambda: tf.zeros([len(grads), HIST_BUCKETS, 3]))
 
 
@@ -246,7 +245,7 @@ def gradient_table(update, flag) -> tuple[tf.Tensor, list] | None:
         return tf.stack([stats.squared_norms(grads), tf.stack([reducer.zeros(g) for g in grads]),
                          tf.cast(stats.sizes_of(grads), tf.float32)], axis=1)
 
-    table = rare_cond(tf.convert_to_tensor(flag), compute, lambda: tf.zeros([len(grads), 3]))
+    table = tf.cond(tf.convert_to_tensor(flag), compute, lambda: tf.zeros([len(grads), 3]))
     return table, [v for v, _ in pairs]
 
 

@@ -39,8 +39,6 @@ import keras
 import tensorflow as tf
 from keras.src.optimizers.base_optimizer import BaseOptimizer
 
-from tfguard.hooks.branch import rare_cond
-
 _NEUTRAL = ("assign", "assign_add", "assign_sub", "_backend_update_step", "_apply_weight_decay")
 
 
@@ -158,7 +156,7 @@ def weight_table(members: list, record_flag) -> tf.Tensor:
         new = [tf.cast(value, tf.float32) for value in values]
         return tf.stack([squares(old), squares([n - o for n, o in zip(new, old)]), squares(new)], axis=1)
 
-    return rare_cond(tf.convert_to_tensor(record_flag), compute, lambda: tf.zeros([len(members), 3]))
+    return tf.cond(tf.convert_to_tensor(record_flag), compute, lambda: tf.zeros([len(members), 3]))
 
 
 def weight_table_of_update(optimizer, grads: list, variables: list, record_flag) -> tuple[tf.Tensor, list]:
@@ -172,7 +170,7 @@ def weight_table_of_update(optimizer, grads: list, variables: list, record_flag)
         values = {id(v): value for v, value in dry_run(optimizer, grads, variables)}
         return weight_table([(v, values[id(v)]) for v in members], True)
 
-    table = rare_cond(tf.convert_to_tensor(record_flag), compute, lambda: tf.zeros([len(members), 3]))
+    table = tf.cond(tf.convert_to_tensor(record_flag), compute, lambda: tf.zeros([len(members), 3]))
     return table, members
 
 
