@@ -1,7 +1,7 @@
 """Claim (issue 26): the offline commands stay bounded on logs shaped to hurt them.
 
 Two logs are generated (the same generators as the tests that hold these
-limits: `tests/events/test_many_tags.py`, `tests/diagnose/test_report_sweep.py`):
+limits: `tests/events/test_many_tags.py`, `tests/diagnose/report/compare/test_select.py`):
 
 - one event file of 10^6 one-point float32 scalars under 10^6 distinct tags
   (68 MB); `tfguard diagnose` on it, in its own process;
@@ -30,7 +30,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from tests.diagnose.test_report_sweep import _sweep  # noqa: E402
+from tests.diagnose.report.compare.test_select import _sweep  # noqa: E402
 from tests.events.test_many_tags import _one_point_tags  # noqa: E402
 
 COMMAND = """

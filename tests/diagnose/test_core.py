@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from tfguard.diagnose import RULES, SYMPTOMS, Finding, Signals, Thresholds
-from tfguard.diagnose.signals import epochs_for
+from tfguard.diagnose.inputs.signals import epochs_for
 from tfguard.errors import ContractError
 
 PUBLISHED = ("nonfinite", "exploding_gradient", "vanishing_gradient", "dead_relu",

@@ -17,8 +17,8 @@ from rich.console import Console
 
 from tfguard.diagnose import Signals, Thresholds, diagnose
 from tfguard.diagnose.causes import by_measured_fix
-from tfguard.diagnose.report_html import render_html
-from tfguard.diagnose.report_terminal import render_run
+from tfguard.diagnose.report.html_page import render_html
+from tfguard.diagnose.report.terminal import render_run
 from tfguard.diagnose.rules.activations import dead_relu
 from tfguard.diagnose.rules.contract import loss_activation_mismatch
 from tfguard.diagnose.rules.gradients import exploding_gradient

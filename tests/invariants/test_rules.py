@@ -9,8 +9,8 @@ import pytest
 from tfguard import tags
 from tfguard.diagnose import diagnose
 from tfguard.diagnose.causes import INVARIANTS
+from tfguard.diagnose.inputs.signals import Signals
 from tfguard.diagnose.rules.invariants import evidence_of
-from tfguard.diagnose.signals import Signals
 
 RECORDS = {
     "labels_ignored": ({"loss": 0.3, "loss_other_labels": 0.3, "relative_change": 0.0,

@@ -24,12 +24,12 @@ from PIL import Image
 from sklearn.datasets import load_digits
 
 from tfguard.diagnose import render_html, write_html
-from tfguard.diagnose.plot_kit import DPI
-from tfguard.diagnose.plots_trials import SIZE
+from tfguard.diagnose.report.plots.kit import DPI
+from tfguard.diagnose.report.plots.trials import SIZE
 from tfguard.remedies import Remedy, edits, try_fixes, verdict
 from tfguard.remedies.catalogue import normalization
 
-from ..diagnose.test_reports import HOSTILE, Elements, chromium, needs_chromium
+from ..diagnose.report.test_reports import HOSTILE, Elements, chromium, needs_chromium
 
 PNG = re.compile(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)" alt="([^"]*)">')
 ROW = re.compile(r"<tr><td><a href=\"#trial-(\d+)\">.*?</tr>", re.S)

@@ -25,7 +25,7 @@ import os
 from rich.text import Text
 
 from tfguard.diagnose import render_terminal
-from tfguard.diagnose.report_terminal import clean
+from tfguard.diagnose.report.terminal import clean
 from tfguard.text import printable
 
 EVENTS_SHOWN = 3

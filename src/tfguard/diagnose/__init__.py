@@ -12,6 +12,13 @@ a ranking of the runs of a sweep (`compare_logdir`, `render_compare`).
 Offline use never imports TensorFlow or Keras: `LiveDiagnosis`, the one
 name that needs them, is imported on first use.
 
+The folders say what is inside: `inputs/` (what the rules read: `Signals`
+from event files or from memory), `rules/` (one pure function per
+symptom), `report/` (terminal, JSON, the HTML page with its `html/`
+sections and `plots/`, and `compare/`, everything about a sweep). Beside
+them: `engine` (`diagnose`), `offline` (`diagnose_logdir`), `live`
+(`LiveDiagnosis`), `causes` (root cause first), `thresholds` and `finding`.
+
 Example:
 
 >>> from tfguard.diagnose import Signals, diagnose
@@ -22,17 +29,23 @@ Example:
 [('overfitting', 3)]
 """
 
-from tfguard.diagnose.compare import CompareRow, compare_diagnoses, compare_logdir, render_compare
 from tfguard.diagnose.engine import Diagnosis, diagnose, metric_summary
 from tfguard.diagnose.finding import SEVERITIES, SYMPTOMS, Finding
-from tfguard.diagnose.normalize import signals_from_runs
-from tfguard.diagnose.offline import diagnose_logdir, load_signals
-from tfguard.diagnose.recorder import SignalRecorder
-from tfguard.diagnose.report_html import render_html, write_html
-from tfguard.diagnose.report_json import SCHEMA, to_json
-from tfguard.diagnose.report_terminal import render_terminal
+from tfguard.diagnose.inputs.logdir import load_signals
+from tfguard.diagnose.inputs.normalize import signals_from_runs
+from tfguard.diagnose.inputs.recorder import SignalRecorder
+from tfguard.diagnose.inputs.signals import MissingSignals, Series, Signals
+from tfguard.diagnose.offline import diagnose_logdir
+from tfguard.diagnose.report.compare.rank import (
+    CompareRow,
+    compare_diagnoses,
+    compare_logdir,
+    render_compare,
+)
+from tfguard.diagnose.report.html_page import render_html, write_html
+from tfguard.diagnose.report.json import SCHEMA, to_json
+from tfguard.diagnose.report.terminal import render_terminal
 from tfguard.diagnose.rules import RULES, Rule
-from tfguard.diagnose.signals import MissingSignals, Series, Signals
 from tfguard.diagnose.thresholds import Thresholds
 
 __all__ = [

@@ -38,7 +38,7 @@ import keras
 from tfguard import tags
 from tfguard.diagnose.engine import Diagnosis, diagnose
 from tfguard.diagnose.finding import Finding, severity_rank
-from tfguard.diagnose.recorder import SignalRecorder
+from tfguard.diagnose.inputs.recorder import SignalRecorder
 from tfguard.diagnose.rules import Rule
 from tfguard.diagnose.thresholds import Thresholds
 from tfguard.findings import strict_json

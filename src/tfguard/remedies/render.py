@@ -24,8 +24,8 @@ from __future__ import annotations
 from rich.table import Table
 from rich.text import Text
 
-from tfguard.diagnose.report_terminal import clean
-from tfguard.diagnose.report_trials import measure_text
+from tfguard.diagnose.report.html.trials import measure_text
+from tfguard.diagnose.report.terminal import clean
 
 STYLES = {"improved": "bold green", "no better": "dim", "not applied": "dim", "worse": "bold red"}
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from tfguard.diagnose.finding import Finding, fmt
+from tfguard.diagnose.inputs.signals import MissingSignals, Series, Signals
 from tfguard.diagnose.rules.base import (
     first_persistent,
     onset,
@@ -44,7 +45,6 @@ from tfguard.diagnose.rules.base import (
     run_improving,
 )
 from tfguard.diagnose.rules.initialization import too_wide
-from tfguard.diagnose.signals import MissingSignals, Series, Signals
 from tfguard.diagnose.thresholds import Thresholds
 
 _NOT_RELU = {"sigmoid", "tanh", "softmax", "softplus", "softsign", "linear", "exponential"}

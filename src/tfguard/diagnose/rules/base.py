@@ -23,7 +23,7 @@ import numpy as np
 
 from tfguard import tags
 from tfguard.diagnose.finding import Finding
-from tfguard.diagnose.signals import MissingSignals, Series, Signals
+from tfguard.diagnose.inputs.signals import MissingSignals, Series, Signals
 from tfguard.diagnose.thresholds import Thresholds
 
 RuleFn = Callable[[Signals, Thresholds], list[Finding]]

@@ -35,8 +35,8 @@ import numpy as np
 
 from tfguard import tags
 from tfguard.diagnose.finding import Finding
+from tfguard.diagnose.inputs.signals import MissingSignals, Signals, missing
 from tfguard.diagnose.rules.base import loss_kind, output_activation, output_units
-from tfguard.diagnose.signals import MissingSignals, Signals, missing
 from tfguard.diagnose.thresholds import Thresholds
 
 _PROBABILITIES = {"softmax", "sigmoid"}

@@ -33,6 +33,7 @@ import numpy as np
 
 from tfguard import tags
 from tfguard.diagnose.finding import Finding, fmt
+from tfguard.diagnose.inputs.signals import MissingSignals, Series, Signals, death_point, missing
 from tfguard.diagnose.rules.base import (
     baseline,
     first_persistent,
@@ -41,7 +42,6 @@ from tfguard.diagnose.rules.base import (
     run_improving,
 )
 from tfguard.diagnose.rules.initialization import growth_before_death, growth_text, initialization
-from tfguard.diagnose.signals import MissingSignals, Series, Signals, death_point, missing
 from tfguard.diagnose.thresholds import Thresholds
 
 

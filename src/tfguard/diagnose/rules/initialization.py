@@ -42,8 +42,8 @@ import numpy as np
 
 from tfguard import tags
 from tfguard.diagnose.finding import Finding, fmt
+from tfguard.diagnose.inputs.signals import Series, Signals
 from tfguard.diagnose.rules.base import chance_loss
-from tfguard.diagnose.signals import Series, Signals
 from tfguard.diagnose.thresholds import Thresholds
 
 _SATURATING = {"sigmoid", "tanh", "softmax", "hard_sigmoid", "softsign"}

@@ -18,7 +18,7 @@ checking invariants of correct training within the first iterations.
 Example:
 
 >>> import json
->>> from tfguard.diagnose.signals import Signals
+>>> from tfguard.diagnose.inputs.signals import Signals
 >>> from tfguard.diagnose.thresholds import Thresholds
 >>> record = {"check": "labels_ignored", "ok": False, "where": "model", "step": 1, "epoch": 0,
 ...           "evidence": {"loss": 0.3, "loss_other_labels": 0.3, "relative_change": 0.0}}
@@ -34,7 +34,7 @@ import json
 
 from tfguard import tags
 from tfguard.diagnose.finding import Finding
-from tfguard.diagnose.signals import MissingSignals, Signals
+from tfguard.diagnose.inputs.signals import MissingSignals, Signals
 from tfguard.diagnose.thresholds import Thresholds
 from tfguard.findings import fmt
 

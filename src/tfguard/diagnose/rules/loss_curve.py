@@ -37,6 +37,7 @@ import numpy as np
 
 from tfguard import tags
 from tfguard.diagnose.finding import Finding, fmt
+from tfguard.diagnose.inputs.signals import MissingSignals, Series, Signals
 from tfguard.diagnose.rules.base import (
     accuracy_curve,
     finite_epoch_curve,
@@ -46,7 +47,6 @@ from tfguard.diagnose.rules.base import (
     remark_when_improving,
     require_epochs,
 )
-from tfguard.diagnose.signals import MissingSignals, Series, Signals
 from tfguard.diagnose.thresholds import Thresholds
 
 _SOURCES = {

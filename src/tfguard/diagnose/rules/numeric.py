@@ -29,7 +29,7 @@ import numpy as np
 
 from tfguard import tags
 from tfguard.diagnose.finding import Finding, fmt
-from tfguard.diagnose.signals import MissingSignals, Series, Signals
+from tfguard.diagnose.inputs.signals import MissingSignals, Series, Signals
 from tfguard.diagnose.thresholds import Thresholds
 
 _SUGGESTION = (

@@ -36,8 +36,8 @@ import contextlib
 import numpy as np
 
 from tfguard import tags
+from tfguard.diagnose.inputs.signals import MissingSignals, Series, Signals
 from tfguard.diagnose.rules.base import first_persistent
-from tfguard.diagnose.signals import MissingSignals, Series, Signals
 from tfguard.diagnose.thresholds import Thresholds
 from tfguard.findings import Finding, fmt
 

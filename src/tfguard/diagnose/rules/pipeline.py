@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from tfguard import tags
-from tfguard.diagnose.signals import MissingSignals, Signals, missing
+from tfguard.diagnose.inputs.signals import MissingSignals, Signals, missing
 from tfguard.diagnose.thresholds import Thresholds
 from tfguard.findings import Finding, fmt
 

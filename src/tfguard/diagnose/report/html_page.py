@@ -14,17 +14,17 @@ onset, message, evidence, suggestion), the loss and metric curves with the
 onset of each finding marked, the learning rate on its own log-scale panel,
 the gradient norm of every layer, the dead and saturated fractions of every
 layer, the firewall's violations on a timeline beside the loss
-(`report_firewall`), each finding's evidence drawn where it lives and the
+(`html.firewall`), each finding's evidence drawn where it lives and the
 weight / gradient / activation distributions of the layers the findings
-name (`report_evidence`), and the rules that could not run with the reason.
+name (`html.evidence`), and the rules that could not run with the reason.
 A page of several runs (a sweep) starts with their comparison
-(`report_compare`): one row per run and the curves overlaid. A sweep of
+(`compare.section`): one row per run and the curves overlaid. A sweep of
 more than `MAX_DETAILED_RUNS` (20) runs shows only the runs that matter in
-detail (`report_select`: the best, the worst, those that failed or have
+detail (`compare.select`: the best, the worst, those that failed or have
 findings); the others keep their row, so 500 runs make a page of a few MB
 in seconds. Given the
 trials of `tfguard run --try-fixes` (`trials=`), the page opens with them
-(`report_trials`): each remedy tried, its measure before → after, its
+(`html.trials`): each remedy tried, its measure before → after, its
 verdict (only `improved` is a fix), and the original's and the trial's
 curves overlaid.
 
@@ -46,21 +46,21 @@ from collections.abc import Iterable
 
 from tfguard.diagnose.engine import Diagnosis
 from tfguard.diagnose.finding import SYMPTOMS, fmt
-from tfguard.diagnose.plots import (
+from tfguard.diagnose.report.compare.section import compare_section
+from tfguard.diagnose.report.compare.select import detailed_runs
+from tfguard.diagnose.report.html.evidence import distributions_section, evidence_section
+from tfguard.diagnose.report.html.firewall import firewall_section
+from tfguard.diagnose.report.html.parts import e as _e
+from tfguard.diagnose.report.html.parts import hparam_rows, img, kv_table
+from tfguard.diagnose.report.html.trials import trials_section
+from tfguard.diagnose.report.plots.curves import (
     activation_png,
     grad_norm_png,
     learning_rate_png,
     loss_png,
     metrics_png,
 )
-from tfguard.diagnose.report_compare import compare_section
-from tfguard.diagnose.report_evidence import distributions_section, evidence_section
-from tfguard.diagnose.report_firewall import firewall_section
-from tfguard.diagnose.report_parts import e as _e
-from tfguard.diagnose.report_parts import hparam_rows, img, kv_table
-from tfguard.diagnose.report_select import detailed_runs
-from tfguard.diagnose.report_terminal import unreadable
-from tfguard.diagnose.report_trials import trials_section
+from tfguard.diagnose.report.terminal import unreadable
 from tfguard.errors import ContractError
 from tfguard.files import write_atomic
 

@@ -28,7 +28,7 @@ import dataclasses
 import re
 
 from tfguard import tags
-from tfguard.diagnose.signals import Signals
+from tfguard.diagnose.inputs.signals import Signals
 
 CHECKPOINTS = ("data", "forward", "loss", "gradients", "update")
 """The firewall's checkpoints, in the order a step passes them."""

@@ -4,7 +4,7 @@ Each function takes one run's `Signals` (and its findings) and returns the
 PNG bytes of one figure, or `None` when the run lacks the signals. Figures
 are built with `matplotlib.figure.Figure` (no pyplot state, no window), so
 they are safe to draw from any thread and never touch the display.
-matplotlib is imported when the first figure is drawn (`plot_kit.figure`),
+matplotlib is imported when the first figure is drawn (`kit.figure`),
 so importing `tfguard.diagnose` (and `tfguard diagnose`, which draws
 nothing) stays quick.
 
@@ -20,7 +20,7 @@ nothing) stays quick.
 Example:
 
 >>> from tfguard.diagnose import Signals
->>> from tfguard.diagnose.plots import learning_rate_png, loss_png
+>>> from tfguard.diagnose.report.plots.curves import learning_rate_png, loss_png
 >>> s = Signals.from_arrays({"train/loss": ([10, 20], [1.0, 0.5]),
 ...                          "optimizer/learning_rate": ([10, 20], [1e-3, 1e-4])})
 >>> loss_png(s, [])[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
@@ -34,7 +34,8 @@ from __future__ import annotations
 import numpy as np
 
 from tfguard import tags
-from tfguard.diagnose.plot_kit import (
+from tfguard.diagnose.inputs.signals import Series, Signals
+from tfguard.diagnose.report.plots.kit import (
     MAX_LINES,
     figure,
     finish,
@@ -45,7 +46,6 @@ from tfguard.diagnose.plot_kit import (
     use_steps,
     xy,
 )
-from tfguard.diagnose.signals import Series, Signals
 
 _RATE_NAMES = ("learning_rate", "lr")
 

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from tfguard import tags
-from tfguard.diagnose.signals import Series, Signals, epochs_for
+from tfguard.diagnose.inputs.signals import Series, Signals, epochs_for
 from tfguard.findings import event_record
 
 

@@ -28,10 +28,10 @@ Example:
 
 from __future__ import annotations
 
-from tfguard.diagnose.compare import compare_diagnoses
 from tfguard.diagnose.engine import Diagnosis
-from tfguard.diagnose.report_compare import sort_metric
-from tfguard.diagnose.report_terminal import unreadable
+from tfguard.diagnose.report.compare.rank import compare_diagnoses
+from tfguard.diagnose.report.compare.section import sort_metric
+from tfguard.diagnose.report.terminal import unreadable
 
 MAX_DETAILED_RUNS = 20
 """The most runs of one page shown with their curves and evidence (the rest: one table row)."""

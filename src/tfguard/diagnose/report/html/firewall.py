@@ -23,9 +23,9 @@ Example:
 from __future__ import annotations
 
 from tfguard.diagnose.engine import Diagnosis
-from tfguard.diagnose.firewall_log import Violation, counted, violations
-from tfguard.diagnose.plots_firewall import firewall_png
-from tfguard.diagnose.report_parts import e, img, table
+from tfguard.diagnose.inputs.violations import Violation, counted, violations
+from tfguard.diagnose.report.html.parts import e, img, table
+from tfguard.diagnose.report.plots.firewall import firewall_png
 
 MAX_ROWS = 200
 """The most violations listed in the table (the timeline draws them all)."""

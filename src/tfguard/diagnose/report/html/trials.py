@@ -6,7 +6,7 @@ before → after with the relative change, and the verdict. Only
 `improved` is shown as a fix; `no better`, `worse` and `not applied` say
 "not a fix" whatever else a trial claims (the verdict word decides, not
 its `fix` field). Below the table, how many trials improved the measure,
-then one small multiple per trial (`plots_trials.trial_png`): the
+then one small multiple per trial (`plots.trials.trial_png`): the
 original's and the trial's curves of the measure overlaid by epoch. Then
 each trial's notes and the folder of its logs.
 
@@ -31,8 +31,8 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from tfguard.diagnose.plots_trials import curve_key, trial_png, value
-from tfguard.diagnose.report_parts import e, img, table
+from tfguard.diagnose.report.html.parts import e, img, table
+from tfguard.diagnose.report.plots.trials import curve_key, trial_png, value
 
 VERDICT_CLASS = {"improved": "improved", "no better": "no-better", "worse": "worse",
                  "not applied": "not-applied"}

@@ -10,7 +10,7 @@ square). Epoch ends are dotted lines on both.
 Example:
 
 >>> from tfguard.diagnose import Signals
->>> from tfguard.diagnose.firewall_log import Violation
+>>> from tfguard.diagnose.inputs.violations import Violation
 >>> s = Signals.from_arrays({"batch/loss": (list(range(1, 21)), [1.0 - i / 40 for i in range(20)])})
 >>> firewall_png(s, [Violation(step=7, checkpoint="loss", where="loss", action="skipped")])[:4]
 b'\\x89PNG'
@@ -23,9 +23,9 @@ from __future__ import annotations
 import numpy as np
 
 from tfguard import tags
-from tfguard.diagnose.firewall_log import CHECKPOINTS, Violation
-from tfguard.diagnose.plot_kit import figure, finish, label, png, positive_log, xy
-from tfguard.diagnose.signals import Signals
+from tfguard.diagnose.inputs.signals import Signals
+from tfguard.diagnose.inputs.violations import CHECKPOINTS, Violation
+from tfguard.diagnose.report.plots.kit import figure, finish, label, png, positive_log, xy
 
 _ACTIONS = {"skipped": ("x", "#c0392b"), "warned": ("^", "#d68910"), "raised": ("s", "#7b241c")}
 
@@ -35,7 +35,7 @@ def firewall_png(signals: Signals, found: list[Violation]) -> bytes | None:
 
     Args:
         signals: the run.
-        found: its violations (`firewall_log.violations`).
+        found: its violations (`tfguard.diagnose.inputs.violations.violations`).
 
     Returns:
         PNG bytes, or `None` when `found` is empty.

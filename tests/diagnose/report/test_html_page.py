@@ -25,9 +25,9 @@ from PIL import Image  # noqa: E402
 
 from tfguard.diagnose import Finding, Signals, diagnose, diagnose_logdir, render_html  # noqa: E402
 from tfguard.diagnose.causes import INVARIANTS  # noqa: E402
-from tfguard.diagnose.plots import learning_rate_png, metrics_png  # noqa: E402
-from tfguard.diagnose.plots_distributions import percentiles  # noqa: E402
-from tfguard.diagnose.plots_evidence import evidence_png, on_loss_curve  # noqa: E402
+from tfguard.diagnose.report.plots.curves import learning_rate_png, metrics_png  # noqa: E402
+from tfguard.diagnose.report.plots.distributions import percentiles  # noqa: E402
+from tfguard.diagnose.report.plots.evidence import evidence_png, on_loss_curve  # noqa: E402
 
 from .test_reports import Elements, chromium, needs_chromium  # noqa: E402
 

@@ -1,7 +1,7 @@
 """`overlay_png`: the curves of several runs on one axis, for a sweep's comparison.
 
 One panel per metric (the loss, then the first accuracy-like metric):
-each run in its own colour (`plot_kit.run_color`, the same as its swatch
+each run in its own colour (`kit.run_color`, the same as its swatch
 in the comparison table), validation solid and training dashed, by epoch
 so runs of different batch sizes line up.
 
@@ -19,7 +19,9 @@ True
 from __future__ import annotations
 
 from tfguard import tags
-from tfguard.diagnose.plot_kit import (
+from tfguard.diagnose.inputs.signals import Signals
+from tfguard.diagnose.report.plots.curves import is_learning_rate
+from tfguard.diagnose.report.plots.kit import (
     MAX_LINES,
     figure,
     finish,
@@ -29,8 +31,6 @@ from tfguard.diagnose.plot_kit import (
     run_color,
     xy,
 )
-from tfguard.diagnose.plots import is_learning_rate
-from tfguard.diagnose.signals import Signals
 
 
 def _metrics(runs: list[Signals]) -> list[str]:

@@ -13,7 +13,7 @@ from tensorboard.plugins.hparams import api as hp
 
 from tfguard import tags
 from tfguard.diagnose import diagnose_logdir, load_signals, signals_from_runs
-from tfguard.diagnose.normalize import keras_tag
+from tfguard.diagnose.inputs.normalize import keras_tag
 from tfguard.errors import EventFileError
 from tfguard.events import Damage, HistogramPoint, Run
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from tfguard import tags
-from tfguard.diagnose.plot_kit import figure, label, png
+from tfguard.diagnose.report.plots.kit import figure, label, png
 
 BASIS_POINTS = (0, 668, 1587, 3085, 5000, 6915, 8413, 9332, 10000)
 """TensorBoard's percentiles of a distribution, in basis points (`NORMAL_HISTOGRAM_BPS`)."""

@@ -25,7 +25,7 @@ import html
 
 import numpy as np
 
-from tfguard.diagnose.normalize import hparams_table
+from tfguard.diagnose.inputs.normalize import hparams_table
 from tfguard.text import printable
 
 

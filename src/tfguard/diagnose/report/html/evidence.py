@@ -1,10 +1,10 @@
 """`evidence_section` and `distributions_section`: each finding's evidence, and its layers' distributions.
 
 `evidence_section` gives every finding of a run its own block: the symptom,
-where, the message and the figure of its evidence (`plots_evidence`).
+where, the message and the figure of its evidence (`tfguard.diagnose.report.plots.evidence`).
 `distributions_section` draws, for each layer a finding names, the
 distributions of its weights, gradients and activations over steps
-(`plots_distributions`), and so for the first non-finite layer the
+(`tfguard.diagnose.report.plots.distributions`), and so for the first non-finite layer the
 firewall's replay localized; a run whose findings name no layer with
 histograms gets its first layers' distributions instead, so a healthy run
 still shows them (layers with weights first).
@@ -27,10 +27,10 @@ from __future__ import annotations
 from tfguard import tags
 from tfguard.diagnose.causes import INVARIANTS
 from tfguard.diagnose.engine import Diagnosis
-from tfguard.diagnose.firewall_log import violations
-from tfguard.diagnose.plots_distributions import distributions_png, layer_histograms
-from tfguard.diagnose.plots_evidence import evidence_png, on_loss_curve
-from tfguard.diagnose.report_parts import e, img
+from tfguard.diagnose.inputs.violations import violations
+from tfguard.diagnose.report.html.parts import e, img
+from tfguard.diagnose.report.plots.distributions import distributions_png, layer_histograms
+from tfguard.diagnose.report.plots.evidence import evidence_png, on_loss_curve
 
 MAX_LAYERS = 6
 """The most layers whose distributions one run shows."""

@@ -25,12 +25,12 @@ Example:
 
 from __future__ import annotations
 
-from tfguard.diagnose.compare import compare_diagnoses
 from tfguard.diagnose.engine import Diagnosis
 from tfguard.diagnose.finding import fmt
-from tfguard.diagnose.plot_kit import run_color
-from tfguard.diagnose.plots_compare import overlay_png
-from tfguard.diagnose.report_parts import e, hparam_text, img, logged_table, table
+from tfguard.diagnose.report.compare.overlay import overlay_png
+from tfguard.diagnose.report.compare.rank import compare_diagnoses
+from tfguard.diagnose.report.html.parts import e, hparam_text, img, logged_table, table
+from tfguard.diagnose.report.plots.kit import run_color
 
 MAX_HPARAM_COLUMNS = 8
 """The most hyperparameters shown as columns (those that differ between runs first)."""

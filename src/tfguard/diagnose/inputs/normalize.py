@@ -17,7 +17,7 @@ Two layouts are recognized:
 
 Example:
 
->>> from tfguard.diagnose.normalize import keras_tag
+>>> from tfguard.diagnose.inputs.normalize import keras_tag
 >>> keras_tag("epoch_accuracy", "validation"), keras_tag("epoch_learning_rate", "train")
 ('val/accuracy', 'optimizer/learning_rate')
 """
@@ -32,7 +32,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from tfguard import tags
-from tfguard.diagnose.signals import Series, Signals, epochs_for
+from tfguard.diagnose.inputs.signals import Series, Signals, epochs_for
 from tfguard.findings import event_record, from_strict_json
 
 #: Text tag where the static checks (tfguard.lint) may store their findings as JSON.

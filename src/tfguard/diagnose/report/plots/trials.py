@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 
-from tfguard.diagnose.plot_kit import DPI, figure, finish, label, positive_log
+from tfguard.diagnose.report.plots.kit import DPI, figure, finish, label, positive_log
 
 VERDICT_COLORS = {"improved": "#1e8449", "worse": "#c0392b"}
 """The trial's line colour by verdict (any other verdict: `TRIAL_COLOR`)."""
@@ -38,7 +38,7 @@ ORIGINAL_COLOR = "#7f7f7f"
 MIN_SPAN = 0.2
 """The smallest y span of a linear panel, relative to its largest value (20 %)."""
 SIZE = (3.8, 2.7)
-"""The size of one panel, in inches (at `plot_kit.DPI`: 342 × 243 pixels, never trimmed)."""
+"""The size of one panel, in inches (at `kit.DPI`: 342 × 243 pixels, never trimmed)."""
 
 
 def value(raw) -> float:

@@ -8,7 +8,7 @@ no control characters, bounded length.
 
 Example:
 
->>> from tfguard.diagnose.plot_kit import figure, label, png
+>>> from tfguard.diagnose.report.plots.kit import figure, label, png
 >>> label("a $x$ name\\n" + "z" * 60, 20)
 'a \\\\$x\\\\$ name zzzz...'
 >>> fig = figure(2, 1)
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tfguard.diagnose.signals import Series, Signals
+from tfguard.diagnose.inputs.signals import Series, Signals
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

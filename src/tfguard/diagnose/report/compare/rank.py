@@ -34,7 +34,7 @@ from rich.text import Text
 from tfguard.diagnose.engine import Diagnosis, lower_is_better
 from tfguard.diagnose.finding import fmt
 from tfguard.diagnose.offline import diagnose_logdir
-from tfguard.diagnose.report_terminal import STYLES, clean
+from tfguard.diagnose.report.terminal import STYLES, clean
 from tfguard.diagnose.thresholds import Thresholds
 
 

@@ -40,7 +40,9 @@ import numpy as np
 
 from tfguard import tags
 from tfguard.diagnose.causes import INVARIANTS
-from tfguard.diagnose.plot_kit import (
+from tfguard.diagnose.inputs.signals import Signals
+from tfguard.diagnose.report.plots.curves import grad_norm_png, learning_rates, loss_png
+from tfguard.diagnose.report.plots.kit import (
     figure,
     finish,
     label,
@@ -50,8 +52,6 @@ from tfguard.diagnose.plot_kit import (
     use_steps,
     xy,
 )
-from tfguard.diagnose.plots import grad_norm_png, learning_rates, loss_png
-from tfguard.diagnose.signals import Signals
 from tfguard.diagnose.thresholds import Thresholds
 
 _DEFAULTS = Thresholds()
