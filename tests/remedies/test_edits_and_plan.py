@@ -83,6 +83,23 @@ def test_plan_tries_root_causes_once_each_and_skips_what_their_remedy_covers():
                                                     "learning_rate 1.00e-07 → 0.01 (SGD default)"]
 
 
+def test_the_catalogue_is_one_registry_that_both_documents_and_chooses():
+    from tfguard.findings import SYMPTOMS
+    from tfguard.remedies import catalogue
+
+    ids = [fid for entry in catalogue.CATALOGUE for fid in entry.answers]
+    assert len(ids) == len(set(ids)), "a finding id answered by two entries: one would be dead"
+    assert set(ids) <= set(SYMPTOMS)
+    table = catalogue.catalogue_table()
+    assert catalogue.__doc__.count(table) == 1  # the docstring shows the registry, nothing else
+    evidence = {"trained_unused": {"freeze": "teacher"}}  # without it nothing is named to freeze
+    for fid in ids:
+        assert fid in table
+        found = remedies_for(Finding(fid, "warning", "x", evidence=evidence.get(fid, {})))
+        assert found and {r.answers for r in found} == {fid}, fid
+    assert [fid for fid in SYMPTOMS if fid not in ids and remedies_for(Finding(fid, "warning", "x"))] == []
+
+
 def test_intercept_applies_compile_and_layer_remedies_and_puts_keras_back():
     compile_before, fit_before = keras.Model.compile, keras.Model.fit
     remedy = remedies_for(Finding("dead_relu", "warning", "dead"))[1]  # relu -> leaky_relu

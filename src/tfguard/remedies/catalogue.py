@@ -1,26 +1,34 @@
 """The remedy catalogue: for a finding, the mechanical changes worth one trial each.
 
+Long because: it is one registry, each remedy a short closure over the arguments of `compile`
+or `fit` kept beside the `CATALOGUE` entry that chooses it, so the table and the choice are one.
+
 A `Remedy` is one change a person would make in the script, applied from
 outside through two hooks an `Intercept` calls: `on_compile(state, model,
 arguments)` before `keras.Model.compile` (the optimizer, the loss, the
 layers) and `on_fit(state, model, arguments)` before `keras.Model.fit` (the
 data, the callbacks). `remedies_for(finding)` lists them for one finding, the
-most likely first:
+most likely first. One registry, `CATALOGUE`, says which: each `Entry`
+names the findings it answers, what is tried (the text of the table
+below, made from the registry by `catalogue_table`) and the function that
+makes the remedies, so the table and the choice cannot disagree.
 
+>>> print(catalogue_table())
 ==========================  ==================================================
 finding                     remedies tried
 ==========================  ==================================================
-learning_rate (too high)    learning rate ×0.1; the optimizer's Keras default
-learning_rate (too low)     learning rate ×10; the optimizer's Keras default
+learning_rate               too high: learning rate ×0.1; too low: ×10; then
+                            the optimizer's Keras default (when the rate is
+                            more than 20x away from it)
 oscillating_loss            learning rate ×0.1
 slow_convergence,           learning rate ×10; the optimizer's Keras default
 no_learning
-nonfinite,                  `clipnorm=1.0`; learning rate ×0.1
-exploding_gradient
+nonfinite,                  `clipnorm=1.0`; learning rate ×0.1 (none when only
+exploding_gradient          the validation data is not finite)
 unnormalized_input          `keras.layers.Normalization()` adapted on the
                             training data, first in the model
-label_range                 the mapping the labels suggest (`{1..10} → {0..9}`,
-                            `{-1, 1} → {0, 1}`)
+label_range                 the mapping the labels suggest (`{1..10} →
+                            {0..9}`, `{-1, 1} → {0, 1}`)
 loss_activation_mismatch    the output activation the loss needs, or
                             `from_logits=True`; for multi-hot targets, sigmoid
                             outputs with binary cross-entropy
@@ -65,6 +73,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import textwrap
 from collections.abc import Callable, Iterable, Sequence
 
 import keras
@@ -398,6 +407,123 @@ def freeze(answers: str = "trained_unused", names: Sequence[str] = ()) -> Remedy
 _SQUASHING = ("sigmoid", "tanh")
 
 
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """One row of the catalogue: the findings it answers, what is tried, and how.
+
+    Example:
+
+    >>> e = Entry(("overfitting",), "EarlyStopping", lambda f, target: [early_stopping(f.id)])
+    >>> [r.key for r in e.make(Finding("overfitting", "warning", "x"), None)]
+    ['early_stopping']
+
+    Args:
+        answers: the finding ids it is the entry for.
+        tried: the remedies, in words, the most likely first (the table's text).
+        make: `(finding, target) -> list[Remedy]`, the remedies for one
+            finding (an empty list when its evidence rules them out).
+    """
+
+    answers: tuple[str, ...]
+    tried: str
+    make: Callable[[Finding, tuple | None], list[Remedy]]
+
+
+def _learning_rate(finding: Finding, target: tuple | None) -> list[Remedy]:
+    ev, fid = finding.evidence, finding.id
+    rate = ev.get("learning_rate")
+    rate = float(rate) if isinstance(rate, (int, float)) and rate == rate else None
+    name = ev.get("optimizer")
+    default = KERAS_DEFAULT_RATES.get(name or "")
+    low = ev.get("direction") == "low"
+    found = [learning_rate_scaled(fid, 10.0 if low else 0.1)]
+    if default and rate and (rate * 10 < default / 2 if low else rate / 10 > 2 * default):
+        found.append(learning_rate_default(fid, rate, name))
+    return found
+
+
+def _blow_up(finding: Finding, target: tuple | None) -> list[Remedy]:
+    if finding.evidence.get("validation_only"):  # NaN in the validation data: no training change helps
+        return []
+    return [clipnorm(finding.id), learning_rate_scaled(finding.id, 0.1)]
+
+
+def _output(finding: Finding, target: tuple | None) -> list[Remedy]:
+    if finding.evidence.get("code") == "multi_hot_softmax":
+        return [multi_label_head(finding.id, target)]
+    return [matching_output(finding.id, target)]
+
+
+def _freeze_unused(finding: Finding, target: tuple | None) -> list[Remedy]:
+    named = finding.evidence.get("freeze")  # "teacher" or "a, b" (the report's text form)
+    if not named:
+        return []
+    names = named if isinstance(named, list) else str(named).split(", ")
+    return [freeze(finding.id, tuple(names))]
+
+
+CATALOGUE: tuple[Entry, ...] = (
+    Entry(("learning_rate",), "too high: learning rate ×0.1; too low: ×10; then the optimizer's "
+          "Keras default (when the rate is more than 20x away from it)", _learning_rate),
+    Entry(("oscillating_loss",), "learning rate ×0.1",
+          lambda f, target: [learning_rate_scaled(f.id, 0.1)]),
+    Entry(("slow_convergence", "no_learning"), "learning rate ×10; the optimizer's Keras default",
+          lambda f, target: [learning_rate_scaled(f.id, 10.0), learning_rate_default(f.id)]),
+    Entry(("nonfinite", "exploding_gradient"), "`clipnorm=1.0`; learning rate ×0.1 (none when "
+          "only the validation data is not finite)", _blow_up),
+    Entry(("unnormalized_input",), "`keras.layers.Normalization()` adapted on the training data, "
+          "first in the model", lambda f, target: [normalization(f.id)]),
+    Entry(("label_range",), "the mapping the labels suggest (`{1..10} → {0..9}`, "
+          "`{-1, 1} → {0, 1}`)", lambda f, target: [label_remap(f.id, f.evidence)]),
+    Entry(("loss_activation_mismatch",), "the output activation the loss needs, or "
+          "`from_logits=True`; for multi-hot targets, sigmoid outputs with binary cross-entropy",
+          _output),
+    Entry(("dead_relu",), '`kernel_initializer="he_normal"` (bias zeros); activation relu → '
+          "leaky_relu", lambda f, target: [reinit(f.id, "he_normal", ("relu",), target),
+                                           activation_swap(f.id, "leaky_relu", ("relu",), target)]),
+    Entry(("vanishing_gradient",), "hidden sigmoid/tanh → relu with he_normal",
+          lambda f, target: [activation_swap(f.id, "relu", _SQUASHING, None,
+                                             initializer="he_normal")]),
+    Entry(("saturated_activation",), '`kernel_initializer="glorot_uniform"` (bias zeros); '
+          "activation → relu with he_normal",
+          lambda f, target: [reinit(f.id, "glorot_uniform", _SQUASHING, target),
+                             activation_swap(f.id, "relu", _SQUASHING, target,
+                                             initializer="he_normal")]),
+    Entry(("overfitting",), '`EarlyStopping(monitor="val_loss", restore_best_weights=True)`',
+          lambda f, target: [early_stopping(f.id)]),
+    Entry(("pipeline_order",), "the `tf.data` examples shuffled before batching "
+          "(`ds.unbatch().shuffle(n).batch(size)`)", lambda f, target: [shuffle_before_batch(f.id)]),
+    Entry(("trained_unused",), "the network inference never reads frozen "
+          "(`teacher.trainable = False`) in the model that calls it", _freeze_unused),
+)
+"""Every finding the catalogue has remedies for, in the order the table lists them."""
+
+_BY_ID = {fid: entry for entry in CATALOGUE for fid in entry.answers}
+
+
+def catalogue_table(width: int = 50) -> str:
+    """`CATALOGUE` as the table of the module's docstring: finding ids, then what is tried.
+
+    Example:
+
+    >>> catalogue_table().splitlines()[3]
+    'learning_rate               too high: learning rate ×0.1; too low: ×10; then'
+
+    Args:
+        width: the width of the second column. Defaults to `50`.
+    """
+    rule = "=" * 26 + "  " + "=" * width
+    lines = [rule, f"{'finding':<26}  remedies tried", rule]
+    for entry in CATALOGUE:
+        ids = [fid + "," for fid in entry.answers[:-1]] + [entry.answers[-1]]
+        tried = textwrap.wrap(entry.tried, width, break_on_hyphens=False)
+        for i in range(max(len(ids), len(tried))):
+            left = ids[i] if i < len(ids) else ""
+            right = tried[i] if i < len(tried) else ""
+            lines.append(f"{left:<26}  {right}".rstrip())
+    return "\n".join([*lines, rule])
+
+
 def remedies_for(finding: Finding, target: tuple | None = None) -> list[Remedy]:
     """The remedies worth a trial for one finding, the most likely first (may be empty).
 
@@ -414,49 +540,8 @@ def remedies_for(finding: Finding, target: tuple | None = None) -> list[Remedy]:
     """
     if isinstance(finding, dict):
         finding = Finding.from_dict(finding)
-    ev, fid = finding.evidence, finding.id
-    if fid == "learning_rate":
-        rate = ev.get("learning_rate")
-        rate = float(rate) if isinstance(rate, (int, float)) and rate == rate else None
-        name = ev.get("optimizer")
-        default = KERAS_DEFAULT_RATES.get(name or "")
-        low = ev.get("direction") == "low"
-        found = [learning_rate_scaled(fid, 10.0 if low else 0.1)]
-        if default and rate and (rate * 10 < default / 2 if low else rate / 10 > 2 * default):
-            found.append(learning_rate_default(fid, rate, name))
-        return found
-    if fid == "oscillating_loss":
-        return [learning_rate_scaled(fid, 0.1)]
-    if fid in ("slow_convergence", "no_learning"):
-        return [learning_rate_scaled(fid, 10.0), learning_rate_default(fid)]
-    if fid in ("nonfinite", "exploding_gradient"):
-        if ev.get("validation_only"):  # NaN in the validation data: no training change helps
-            return []
-        return [clipnorm(fid), learning_rate_scaled(fid, 0.1)]
-    if fid == "unnormalized_input":
-        return [normalization(fid)]
-    if fid == "label_range":
-        return [label_remap(fid, ev)]
-    if fid == "loss_activation_mismatch":
-        if ev.get("code") == "multi_hot_softmax":
-            return [multi_label_head(fid, target)]
-        return [matching_output(fid, target)]
-    if fid == "dead_relu":
-        return [reinit(fid, "he_normal", ("relu",), target),
-                activation_swap(fid, "leaky_relu", ("relu",), target)]
-    if fid == "vanishing_gradient":
-        return [activation_swap(fid, "relu", _SQUASHING, None, initializer="he_normal")]
-    if fid == "saturated_activation":
-        return [reinit(fid, "glorot_uniform", _SQUASHING, target),
-                activation_swap(fid, "relu", _SQUASHING, target, initializer="he_normal")]
-    if fid == "overfitting":
-        return [early_stopping(fid)]
-    if fid == "pipeline_order":
-        return [shuffle_before_batch(fid)]
-    if fid == "trained_unused" and ev.get("freeze"):  # "teacher" or "a, b" (the report's text form)
-        names = ev["freeze"] if isinstance(ev["freeze"], list) else str(ev["freeze"]).split(", ")
-        return [freeze(fid, tuple(names))]
-    return []
+    entry = _BY_ID.get(finding.id)
+    return entry.make(finding, target) if entry is not None else []
 
 
 def plan(findings: Iterable, *, per_finding: int = PER_FINDING, locate: Callable | None = None,
@@ -498,7 +583,7 @@ def plan(findings: Iterable, *, per_finding: int = PER_FINDING, locate: Callable
     return chosen[:max_trials] if max_trials is not None else chosen
 
 
-__all__ = ["ALARMS", "PATIENCE", "PER_FINDING", "Remedy", "activation_swap", "clipnorm",
-           "early_stopping", "freeze", "label_remap", "learning_rate_default", "learning_rate_scaled",
-           "matching_output", "multi_label_head", "normalization", "plan", "reinit",
-           "remedies_for", "shuffle_before_batch"]
+__all__ = ["ALARMS", "CATALOGUE", "PATIENCE", "PER_FINDING", "Entry", "Remedy", "activation_swap",
+           "catalogue_table", "clipnorm", "early_stopping", "freeze", "label_remap",
+           "learning_rate_default", "learning_rate_scaled", "matching_output", "multi_label_head",
+           "normalization", "plan", "reinit", "remedies_for", "shuffle_before_batch"]
