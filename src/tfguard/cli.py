@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from collections.abc import Sequence
 
 from rich.console import Console
@@ -32,9 +33,11 @@ def _console(stderr: bool = False) -> Console:
 
 
 def cmd_replay(args) -> int:
-    from tfguard.forensics import replay_saved
+    from tfguard.forensics import StoredReplayWarning, replay
 
-    report = replay_saved(args.path, imports=args.imports)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", StoredReplayWarning)  # the summary's first line says it
+        report = replay(args.path, imports=args.imports)
     if args.json:
         print(json.dumps(report.to_dict(), indent=2, default=str))
     else:

@@ -2,6 +2,7 @@
 
 import json
 import os
+import warnings
 
 import keras
 import numpy as np
@@ -167,10 +168,10 @@ if __name__ == "__main__":
 '''
 
 
-def test_cli_replay_shows_the_stored_replay_and_re_runs_with_import(tmp_path, capsys):
+@pytest.fixture
+def script_quarantine(tmp_path):
+    """`(quarantine folder, script)`: a batch quarantined from a model whose layer lives in a script."""
     import importlib.util
-
-    from tfguard.cli import main
 
     script = tmp_path / "train.py"
     script.write_text(SCRIPT_LAYERS)
@@ -185,9 +186,18 @@ def test_cli_replay_shows_the_stored_replay_and_re_runs_with_import(tmp_path, ca
     tfguard.guard(model, policy="skip", quarantine_dir=str(tmp_path / "q"))
     x = -np.abs(np.random.default_rng(0).normal(size=(8, 2))).astype("float32")
     model.fit(x, np.zeros((8, 2), "float32"), batch_size=8, verbose=0)
-    path = tfguard.guard_events(model)[0].quarantine
+    return tfguard.guard_events(model)[0].quarantine, script
 
-    assert main(["replay", path]) == 0
+
+def test_cli_replay_shows_the_stored_replay_and_re_runs_with_import(script_quarantine, capsys):
+    from tfguard.cli import main
+    from tfguard.forensics import StoredReplayWarning
+
+    path, script = script_quarantine
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert main(["replay", path]) == 0
+    assert not [w for w in seen if issubclass(w.category, StoredReplayWarning)]  # its summary says it
     out = capsys.readouterr().out
     assert "Replayed with the live model when the batch was saved" in out
     assert "First non-finite layer on replay: 'log'" in out and "Log" in out
@@ -196,3 +206,23 @@ def test_cli_replay_shows_the_stored_replay_and_re_runs_with_import(tmp_path, ca
     assert main(["replay", path, "--import", str(script), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["source"] == "replayed" and report["first_layer"] == "log" and report["op_type"] == "Log"
+
+
+def test_python_replay_does_what_the_command_does(script_quarantine):
+    from tfguard.forensics import StoredReplayWarning
+
+    path, script = script_quarantine
+    with pytest.warns(StoredReplayWarning, match="cannot be loaded here") as caught:
+        report = tfguard.replay(path)  # the layer's class lives in the script: safe_mode cannot load it
+    assert report.source == "stored" and report.path == path
+    assert report.first_layer == "log" and report.op_type == "Log"
+    assert "cannot be loaded with safe_mode=True" in report.load_error
+    assert report.summary().startswith("Replayed with the live model when the batch was saved")
+    assert "tfguard.replay(path, imports=['FILE.py'])" in str(caught[0].message)
+
+    rerun = tfguard.replay(path, imports=[str(script)])
+    assert rerun.source == "replayed" and rerun.first_layer == "log" and rerun.op_type == "Log"
+
+    os.remove(os.path.join(path, "replay.json"))  # nothing stored: the load error is the answer
+    with pytest.raises(QuarantineError, match="cannot be loaded with safe_mode=True"):
+        tfguard.replay(path)

@@ -6,7 +6,7 @@ Example:
 """
 
 from tfguard.forensics.quarantine import Quarantine, load_quarantine, save_quarantine
-from tfguard.forensics.replay import ReplayReport, definitions, replay, replay_saved
+from tfguard.forensics.replay import ReplayReport, StoredReplayWarning, definitions, replay
 
-__all__ = ["Quarantine", "ReplayReport", "definitions", "load_quarantine", "replay", "replay_saved",
-           "save_quarantine"]
+__all__ = ["Quarantine", "ReplayReport", "StoredReplayWarning", "definitions", "load_quarantine",
+           "replay", "save_quarantine"]

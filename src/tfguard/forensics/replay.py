@@ -14,6 +14,13 @@ reports:
 Every variable of the model, its metrics and its optimizers is restored
 afterwards, so a replay never changes the model.
 
+`replay(path)` is also what `tfguard replay PATH` runs: without a model it
+loads the saved `model.keras`; when that cannot be loaded (a model whose
+classes live in the training script) it returns the replay made with the
+live model when the batch was saved, says so (`source == "stored"`,
+`load_error`, the first line of `summary()`) and warns
+(`StoredReplayWarning`).
+
 Example (a layer takes the log of a negative input: caught, saved, replayed):
 
 >>> import keras, numpy as np, tempfile, warnings, tfguard
@@ -34,6 +41,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import warnings
 
 import keras
 import numpy as np
@@ -48,6 +56,10 @@ from tfguard.hooks.transaction import Transaction
 _OP = re.compile(r'in output (\d+) of (?:eagerly-executing|graph) op "([^"]+)"')
 _COUNT = re.compile(r"# of ([+-]?(?:Inf|NaN)) elements: (\d+)")
 _LAYER = re.compile(r"Exception encountered when calling (\w+)\.call")
+
+
+class StoredReplayWarning(UserWarning):
+    """`replay` returned the replay stored with the batch: the saved model could not be loaded."""
 
 
 @dataclasses.dataclass
@@ -188,13 +200,20 @@ def _loss_of(context, logs) -> float:
 
 
 def replay(path: str, model: keras.Model | None = None, custom_objects=None,
-           step_fn=None) -> ReplayReport:
+           step_fn=None, *, imports=()) -> ReplayReport:
     """Re-runs a quarantined batch eagerly through the model's own step and localizes the first NaN/Inf.
 
     The step (Keras's `train_step` or the model's override) runs eagerly on
     the batch with the weights in use, with a tap on every nested layer and
     the optimizer's door recording the gradients; then every variable of
     the model, its metrics and its optimizers is put back bitwise.
+
+    Without `model`, the saved `model.keras` is loaded (`safe_mode=True`,
+    with `custom_objects` and the classes the files of `imports` define).
+    When it cannot be loaded and the live model's replay was stored with the
+    batch, that one is returned, as `tfguard replay PATH` shows it:
+    `source == "stored"`, `load_error` says why, and a `StoredReplayWarning`
+    says how to re-run it.
 
     Example:
 
@@ -211,17 +230,33 @@ def replay(path: str, model: keras.Model | None = None, custom_objects=None,
             saved `model.keras`. Defaults to `None`.
         custom_objects: for loading a model with custom layers. Defaults to `None`.
         step_fn: the step to run. Defaults to `None` (the model's own `train_step`).
+        imports: Python files that define the model's classes (`tfguard
+            replay PATH --import FILE.py`), imported to load the saved model.
+            Defaults to `()`.
 
     Returns:
-        A `ReplayReport`.
+        A `ReplayReport`: `source == "replayed"`, or `"stored"` when the saved
+        model could not be loaded and the live model's replay was kept.
 
     Raises:
-        QuarantineError: for a bad folder, a model that cannot be loaded, or
-            weights that do not fit the model.
+        QuarantineError: for a bad folder, a model that cannot be loaded
+            with no stored replay, or weights that do not fit the model.
     """
     quarantine = load_quarantine(path)
     if model is None:
-        model = quarantine.load_model(custom_objects=custom_objects)
+        try:
+            objects = {**definitions(imports), **(custom_objects or {})}
+            model = quarantine.load_model(custom_objects=objects or None)
+        except QuarantineError as error:
+            report = _stored(quarantine, path, error)
+            if report is None:
+                raise
+            warnings.warn(StoredReplayWarning(
+                f"The model saved in {path} cannot be loaded here ({error.message}); returning the "
+                "replay made with the live model when the batch was saved (report.source == "
+                "'stored'). To re-run it: tfguard.replay(path, imports=['FILE.py']) with the file "
+                "that defines the layers, or tfguard.replay(path, model=my_model)."), stacklevel=2)
+            return report
     variables = list(model.weights)
     if len(variables) != len(quarantine.weights):
         raise QuarantineError(
@@ -337,35 +372,13 @@ def definitions(files) -> dict:
     return found
 
 
-def replay_saved(path: str, imports=()) -> ReplayReport:
-    """`tfguard replay PATH`: replay with the saved model, or show the live model's replay.
-
-    The saved `model.keras` is loaded (with the classes of `imports`) and the
-    batch replayed. When it cannot be loaded (a model whose classes live in
-    the training script) and the live model's replay was stored with the
-    batch, that one is returned (`source == "stored"`).
-
-    Example:
-
-    >>> replay_saved("no/such/quarantine")
-    Traceback (most recent call last):
-    ...
-    tfguard.errors.QuarantineError: Received an invalid quarantine folder 'no/such/quarantine': 'meta.json' is missing, expected meta.json, batch.npz and weights.npz.
-    Try: pass a folder printed by a GuardViolation, e.g. tfguard-quarantine/<model>/batch-N
-
-    Raises:
-        QuarantineError: for a bad folder, or a model that cannot be loaded
-            with no stored replay.
-    """
-    quarantine = load_quarantine(path)
-    try:
-        return replay(path, custom_objects=definitions(imports) or None)
-    except QuarantineError as error:
-        stored = quarantine.stored_replay()
-        if stored is None:
-            raise
-        report = ReplayReport.from_dict(stored["report"])
-        report.path, report.source = path, "stored"
-        report.op_detail = report.op_detail or ""
-        report.load_error = error.message
-        return report
+def _stored(quarantine, path: str, error: QuarantineError) -> ReplayReport | None:
+    """The live model's replay kept with the batch, marked stored with why the model did not load."""
+    stored = quarantine.stored_replay()
+    if stored is None:
+        return None
+    report = ReplayReport.from_dict(stored["report"])
+    report.path, report.source = path, "stored"
+    report.op_detail = report.op_detail or ""
+    report.load_error = error.message
+    return report
