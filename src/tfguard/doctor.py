@@ -1,5 +1,7 @@
 """Environment check: versions, two Kerases, GPUs, XLA and what it does to asserts.
 
+Long because: one `check_*` per line of the report, each short and measured on this machine.
+
 `run_doctor()` returns one `DoctorCheck` per line, each `"ok"`, `"warning"`
 or `"problem"` with a detail and, where something can be done, a fix. Every
 line is measured on this machine, not looked up: the XLA line compiles a

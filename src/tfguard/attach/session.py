@@ -1,5 +1,7 @@
 """`AttachSession`: every `keras.Model.fit` guarded, logged and diagnosed while it is open.
 
+Long because: (temporary) issue 25 splits it; per-fit state moves to a per-fit object.
+
 While a session is open, `keras.Model.fit` is replaced at class level (so
 `Sequential`, functional and subclassed models, and `tf.keras.Model`, which
 is the same class, are all covered; a subclass that overrides `fit` without

@@ -1,5 +1,7 @@
 """Multi-worker training: TF_CONFIG, the chief, per-worker folders, a lost worker.
 
+Long because: (temporary) issue 25 splits cluster identity from lost-worker translation.
+
 A guarded model trains under `tf.distribute.MultiWorkerMirroredStrategy`
 (MWMS) the same way it trains on one machine: every worker runs the same
 program with its own `TF_CONFIG`, the guarded step all-reduces its failure

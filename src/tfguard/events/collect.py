@@ -1,5 +1,7 @@
 """Accumulate the records of one run's event files into per-tag series.
 
+Long because: `Collector` is the reader's one hot loop; its fast paths share its per-tag state.
+
 `Collector` is the hot loop of the reader. A run of same-length scalar
 records (a `tfguard.events.blocks.Block`) is decoded with numpy from the
 layout of its first record (`tfguard.events.template`), with no Python object

@@ -1,5 +1,7 @@
 """The host loop: the train function Keras calls, around the traces of the guarded step.
 
+Long because: it still holds Keras's rebuilt train function (moving beside the Keras hooks).
+
 For each step the host:
 
 1. asks the bus what the step records (nothing, scalars, or scalars and

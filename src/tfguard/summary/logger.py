@@ -1,5 +1,7 @@
 """`tfguard.Logger`: the Keras callback that writes a run for TensorBoard.
 
+Long because: (temporary) issue 25 splits its jobs into modules of their own.
+
 One run directory per training (`run_dir(logdir, model.name, hparams)`),
 every tag of `tfguard.tags` in it, all at one global step: the optimizer's
 `iterations` after the step. What it writes:
