@@ -165,13 +165,19 @@ def test_an_installed_profile_plugin_is_named_with_its_version(tmp_path, monkeyp
         "profile_plugin", "ok", "tensorboard_plugin_profile 2.21.9")
 
 
-def test_xla_drops_asserts_for_real(checks):
+def test_the_xla_line_says_what_the_demo_did(checks):
     demo = demonstrate_xla_asserts()
-    assert demo.eager_raised is True
-    assert demo.xla_raised is False and demo.xla_output == [-2.0]
     line = checks["xla_asserts"].detail
-    assert "eagerly it raised InvalidArgumentError" in line
-    assert "returned [-2.0] without error" in line and "compile to nothing under XLA" in line
+    if demo.xla_error is not None:
+        assert checks["xla_asserts"].status == "warning" and "could not compile" in line
+        return
+    eager = "raised InvalidArgumentError" if demo.eager_raised else "did NOT raise"
+    assert f"eagerly it {eager}" in line
+    if demo.xla_raised:
+        assert "asserts are kept by XLA here" in line
+    else:
+        assert f"returned {demo.xla_output} without error" in line
+        assert "compile to nothing under XLA" in line
 
 
 def test_json_render_and_exit_code(checks):

@@ -14,7 +14,7 @@ import os
 import pytest
 import tensorflow as tf
 
-from tfguard.doctor import enable_memory_growth, keras_uses_xla, run_doctor
+from tfguard.doctor import demonstrate_xla_asserts, enable_memory_growth, keras_uses_xla, run_doctor
 
 pytestmark = pytest.mark.environment
 
@@ -49,6 +49,14 @@ def test_the_gpu_lines_match_this_machine(checks, gpus):
         assert f"cuDNN {info['cudnn_version']}" in checks["cuda_build"].detail
     else:
         assert "CUDA" not in checks["cuda_build"].detail or "no CUDA" in checks["cuda_build"].detail
+
+
+def test_xla_drops_asserts_for_real():
+    # the fact the doctor's xla_asserts line demonstrates: TensorFlow's XLA compiles a failing
+    # tf.debugging assert to nothing (on a CPU as on a GPU)
+    demo = demonstrate_xla_asserts()
+    assert demo.eager_raised is True
+    assert demo.xla_raised is False and demo.xla_output == [-2.0]
 
 
 def test_xla_auto_follows_keras(checks, gpus):
