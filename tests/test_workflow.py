@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 import tfguard
+from tfguard.diagnose import to_json
+from tfguard.findings import SYMPTOMS
 from tfguard.workflow import demo
 
 
@@ -34,9 +36,19 @@ def test_demo_writes_reports_and_a_projector(small_demo):
     root, result, _ = small_demo
     report = json.loads(Path(result.observed.report_json).read_text(encoding="utf-8"))
     assert report["schema"] == "tfguard.report/1"
-    assert report["runs"][0]["symptoms"] is not None
+    (run_report,) = report["runs"]
+    (diagnosis,) = result.observed.diagnoses
+    # the file is the diagnosis of the run's event files, not a stale or empty one
+    assert run_report == json.loads(json.dumps(to_json([diagnosis])))["runs"][0]
+    assert run_report["status"]["state"] == "completed" and run_report["rules_run"]
+    assert {s["id"] for s in run_report["symptoms"]} <= set(SYMPTOMS)
+    (run,) = tfguard.read_logdir(result.observed.logdir).values()
+    steps, _, losses = run.scalars["train/loss"]
+    assert len(steps) == 2  # one per epoch
+    assert run_report["metrics"]["train/loss"]["final"] == pytest.approx(float(losses[-1]))
     html = Path(result.observed.report_html).read_text(encoding="utf-8")
     assert "<html" in html.lower() and "data:image/png;base64" in html
+    assert diagnosis.run in html
     assert os.path.isfile(os.path.join(result.observed.run_dir, "projector_config.pbtxt"))
 
 

@@ -14,12 +14,13 @@ Nothing here prints or exits: `render_doctor` takes a console,
 
 Example:
 
->>> from tfguard.doctor import run_doctor, doctor_exit_code
->>> checks = run_doctor()
->>> [c.name for c in checks][:3]
+>>> from tfguard.doctor import DoctorCheck, doctor_exit_code, run_doctor
+>>> [c.name for c in run_doctor(xla_demo=False)][:3]
 ['python', 'tensorflow', 'keras']
->>> doctor_exit_code(checks) in (0, 1)
-True
+>>> warning = DoctorCheck("profile_plugin", "warning", "not installed", "pip install ...")
+>>> problem = DoctorCheck("keras", "problem", "Keras 2.15.0", "pip install 'keras>=3.15'")
+>>> doctor_exit_code([warning]), doctor_exit_code([warning, problem])  # warnings do not fail
+(0, 1)
 """
 
 from __future__ import annotations
@@ -357,8 +358,13 @@ def enable_memory_growth() -> list[str]:
 
     Example:
 
-    >>> enable_memory_growth()   # on a machine without GPU
-    []
+    >>> import tensorflow as tf
+    >>> gpus = [g.name for g in tf.config.list_physical_devices("GPU")]
+    >>> try:  # the GPUs it changed (none without GPU), unless TensorFlow already ran an op
+    ...     enable_memory_growth() == gpus
+    ... except ContractError as e:
+    ...     "before TensorFlow initialized its devices" in str(e)
+    True
 
     Returns:
         The names of the GPUs changed (empty without GPU).

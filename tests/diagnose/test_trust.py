@@ -3,7 +3,7 @@
 The programs (`user_programs_trust.py`) run unmodified under `tfguard run`;
 the rest are the rules on hand-made signals where a program would not add
 anything (a threshold's two sides). The whole table of programs is printed
-by `python -m tests.diagnose.measure_user_programs`.
+by `benchmarks/diagnosis_user_programs.py`.
 """
 
 from __future__ import annotations

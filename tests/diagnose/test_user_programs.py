@@ -6,7 +6,7 @@ model itself handles (token ids into an `Embedding`, raw columns into an
 adapted `Normalization`), a small 4-feature softmax MLP, labels the
 firewall refuses, a softmax on multi-hot targets, a learning rate far too
 high. The whole table (every program) is printed by
-`python -m tests.diagnose.measure_user_programs`.
+`benchmarks/diagnosis_user_programs.py`.
 """
 
 from __future__ import annotations

@@ -64,8 +64,17 @@ def test_apply_gradients_reaches_apply_where_the_door_sees_it():
 
 
 def test_unpack_is_keras_public_unpacking():
-    x, y, sw = keras_compat.unpack((np.ones(2), np.zeros(2)))
-    assert sw is None and y is not None and x is not None
+    x, y, weights, features = np.ones(2), np.zeros(2), np.full(2, 0.5), {"a": np.ones(2)}
+
+    def same(got, expected):
+        return len(got) == 3 and all(g is e for g, e in zip(got, expected))
+
+    assert same(keras_compat.unpack((x, y, weights)), (x, y, weights))
+    assert same(keras_compat.unpack((x, y)), (x, y, None))
+    assert same(keras_compat.unpack([x, y]), (x, y, None))  # a list is a tuple to Keras
+    assert same(keras_compat.unpack((x,)), (x, None, None))
+    assert same(keras_compat.unpack(x), (x, None, None))  # a bare batch is inputs only
+    assert same(keras_compat.unpack(features), (features, None, None))  # dict inputs stay whole
 
 
 def test_the_optimizers_of_a_gan_are_found():

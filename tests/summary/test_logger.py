@@ -254,10 +254,6 @@ def test_context_manager_closes(tmp_path, images):
 
 
 def test_the_events_reader_reads_the_run_back(tmp_path, images):
-    try:
-        from tfguard.events import read_logdir
-    except ImportError:
-        pytest.skip("tfguard.events.read_logdir is not there yet")
     x, y = images
     logger = Logger(tmp_path, {"lr": 0.01, "opt": "adam"}, scalars_every=2, histograms_every=3)
     _fit(tiny_cnn(), x, y, logger, epochs=2, validation_split=0.25)

@@ -5,6 +5,11 @@ Example:
 >>> import tensorflow as tf
 >>> from tfguard import checks
 >>> checks.check(tf.constant([0.1, 0.9]), checks.finite(), checks.in_range(0, 1), name="p")
+>>> checks.check(tf.constant([0.1, 1.5]), checks.finite(), checks.in_range(0, 1), name="p")
+Traceback (most recent call last):
+...
+tfguard.errors.GuardViolation: check of 'p': p failed check 'range': 1 of 2 values outside [0, 1] (received min 0.1, max 1.5)
+Try: ...
 """
 
 from tfguard.checks.base import Check, CheckResult

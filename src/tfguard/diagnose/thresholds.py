@@ -26,7 +26,7 @@ zero-gradient units (short of a layer dead as a whole) are reported as
 default is reported only with the harm it does (a first loss far above
 chance, a NaN, dead ReLUs, oscillation). The published thresholds below
 keep their sources; this gate is tfguard's, measured on the user-shaped
-programs (`tests/diagnose/measure_user_programs.py`: 0 false alarms on the
+programs (`benchmarks/diagnosis_user_programs.py`: 0 false alarms on the
 healthy half).
 
 Example:

@@ -425,8 +425,13 @@ def lost_workers(model: keras.Model | None = None, strategy=None):
 
     Example:
 
-    >>> with lost_workers():
-    ...     pass
+    >>> with lost_workers():  # an error that is not about a lost peer passes unchanged
+    ...     raise ValueError("not about a peer")
+    Traceback (most recent call last):
+    ...
+    ValueError: not about a peer
+
+    What a lost peer becomes is shown by `lost_worker_error`.
 
     Args:
         model: the model, to name the step reached in the message. Defaults to `None`.

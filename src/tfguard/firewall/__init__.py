@@ -1,9 +1,4 @@
-"""The quality firewall: the guarded step around any train step, `guard(model)`, policies.
-
-Example:
-
->>> from tfguard.firewall import guard, guard_step, instrument
-"""
+"""The quality firewall: the guarded step around any train step, `guard(model)`, policies."""
 
 from tfguard.firewall.config import GuardConfig, infer_contract
 from tfguard.firewall.guard import guard, guard_events, unguard

@@ -1,9 +1,4 @@
-"""Forensics: quarantine of a bad batch, replay and localization.
-
-Example:
-
->>> from tfguard.forensics import replay, load_quarantine
-"""
+"""Forensics: quarantine of a bad batch, replay and localization."""
 
 from tfguard.forensics.quarantine import Quarantine, load_quarantine, save_quarantine
 from tfguard.forensics.replay import ReplayReport, StoredReplayWarning, definitions, replay

@@ -4,10 +4,6 @@ The primitives the firewall, the replay and the signals share. They add no
 op to a graph unless a guarded step (`StepContext`) or a recording
 (`taps.recording`) is active, and they keep the private Keras surface
 tfguard touches in one module (`keras_compat`).
-
-Example:
-
->>> from tfguard.hooks import StepContext, Transaction, taps
 """
 
 from tfguard.hooks import keras_compat, taps

@@ -8,7 +8,7 @@ is among the warnings/errors, *root cause first* when the first one listed
 is its cause; a healthy program has a *false alarm* for any warning or
 error. `--markdown` ends with the README's table.
 
-    TF_CPP_MIN_LOG_LEVEL=2 .venv/bin/python -m tests.diagnose.measure_user_programs [--markdown] [names...]
+    TF_CPP_MIN_LOG_LEVEL=2 .venv/bin/python benchmarks/diagnosis_user_programs.py [--markdown] [names...]
 """
 
 from __future__ import annotations
@@ -16,9 +16,13 @@ from __future__ import annotations
 import sys
 import tempfile
 import time
+from pathlib import Path
 
-from . import user_programs as U
-from . import user_programs_trust as T
+# the project's root, for the programs the tests train (`tests.diagnose`)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.diagnose import user_programs as U
+from tests.diagnose import user_programs_trust as T
 
 ALARMS = ("warning", "error")
 

@@ -9,7 +9,7 @@ the measure before and after, and the verdict. A detected problem is
 margin); the last lines give the share of detected problems helped, and
 check that no trial claims a fix its numbers do not show.
 
-    TF_CPP_MIN_LOG_LEVEL=2 .venv/bin/python -m tests.diagnose.measure_remedies [names...]
+    TF_CPP_MIN_LOG_LEVEL=2 .venv/bin/python benchmarks/remedies_tried.py [names...]
 """
 
 from __future__ import annotations
@@ -20,10 +20,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from tfguard.remedies import try_fixes, try_script_fixes
+# the project's root, for the programs the tests train (`tests.diagnose`)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from . import programs as P
-from . import user_programs as U
+from tests.diagnose import programs as P
+from tests.diagnose import user_programs as U
+
+from tfguard.remedies import try_fixes, try_script_fixes
 
 ALARMS = ("warning", "error")
 

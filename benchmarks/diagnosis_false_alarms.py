@@ -4,21 +4,24 @@ Runs healthy variants (architectures, optimizers, data sets, seeds) under
 `LiveDiagnosis`, prints every warning/error found (each one is a false
 alarm) and, per rule, how close the healthy runs came to its threshold.
 
-    TF_CPP_MIN_LOG_LEVEL=2 .venv/bin/python -m tests.diagnose.measure_false_alarms [seeds]
+    TF_CPP_MIN_LOG_LEVEL=2 .venv/bin/python benchmarks/diagnosis_false_alarms.py [seeds]
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
+
+# the project's root, for the programs the tests train (`tests.diagnose`)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import keras
 import numpy as np
 from sklearn.datasets import load_breast_cancer
+from tests.diagnose import programs as P
 
 from tfguard.diagnose import LiveDiagnosis, Thresholds
-
-from . import programs as P
 
 
 def cancer():
