@@ -208,10 +208,7 @@ def iter_record_blocks(
         `(offsets, datas)` lists, or a `Block`, in file order.
     """
     try:
-        if opener is None:
-            f = open(path, "rb", buffering=0)  # noqa: SIM115 - closed in finally
-        else:
-            f = opener(path)
+        f = open(path, "rb", buffering=0) if opener is None else opener(path)  # noqa: SIM115
     except OSError as err:
         damage.append(Damage(path, start, f"cannot open: {err.strerror or err}", "unreadable"))
         return

@@ -26,7 +26,7 @@ Example:
 from tfguard.watch.event import SCHEMA, WatchEvent
 from tfguard.watch.follow import DEFAULT_SETTLE, ByteCounter, FileFollower
 from tfguard.watch.jsonlines import JsonLinesOutput
-from tfguard.watch.loop import DEFAULT_INTERVAL, EXIT_ON, WatchResult, Watcher, watch_logdir
+from tfguard.watch.loop import DEFAULT_INTERVAL, EXIT_ON, Watcher, WatchResult, watch_logdir
 from tfguard.watch.outputs import watch_outputs
 from tfguard.watch.terminal import TerminalOutput
 from tfguard.watch.webhook import WebhookOutput

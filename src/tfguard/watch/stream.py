@@ -111,10 +111,10 @@ class FindingStream:
         for f in gone.values():
             self.resolved += 1
             where = f" at {f.where}" if f.where else ""
-            since = f" (since {f.onset_text()})" if f.onset_text() != "-" else ""
+            since = f", seen since {f.onset_text()}" if f.onset_text() != "-" else ""
             meaning = SYMPTOMS.get(f.id, f.id)
             events.append(WatchEvent(
-                "resolved", run, f"{f.id}{where}{since} is no longer seen: {meaning}",
+                "resolved", run, f"no longer found: {f.id}{where} ({meaning}){since}",
                 severity=f.severity, step=state.last_step if state else None,
                 epoch=state.last_epoch if state else None, finding=f, time=now))
         return events

@@ -20,6 +20,7 @@ tfguard.errors.ContractError: Received an invalid webhook URL 'ftp://example.org
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import threading
@@ -83,10 +84,8 @@ class WebhookOutput:
     def finish(self, result) -> None:
         """Queues the summary, then waits at most `timeout` seconds for the queue to drain."""
         self._put(result.to_json())
-        try:
+        with contextlib.suppress(queue.Full):
             self._queue.put(_STOP, timeout=self.timeout)
-        except queue.Full:
-            pass
         self._thread.join(self.timeout)
 
     def _put(self, doc: dict) -> None:
@@ -130,10 +129,8 @@ class WebhookOutput:
 
     def _say(self, text: str) -> None:
         if self._notice is not None:
-            try:
+            with contextlib.suppress(Exception):  # a notice must never stop the sender
                 self._notice(text)
-            except Exception:  # a notice must never stop the sender
-                pass
 
 
 def _reason(error: BaseException | None) -> str:
