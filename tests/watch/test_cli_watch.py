@@ -43,7 +43,7 @@ def _env() -> dict:
 def test_once_json_lines_parse_and_exit_on_sets_the_status(logdir, capsys):
     assert main(["watch", str(logdir), "--once", "--json"]) == 0
     lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert [(d["event"], d["run"] if "run" in d else None) for d in lines] == [
+    assert [(d["event"], d.get("run")) for d in lines] == [
         ("run", "lr_0.01"), ("run", "lr_10"), ("finding", "lr_10"), ("summary", None)]
     assert lines[2]["finding"]["id"] == "nonfinite" and lines[2]["severity"] == "error"
     assert lines[2]["step"] == 51 and lines[2]["finding"]["suggestion"]
