@@ -8,8 +8,9 @@ appends about 10^6 scalars in 20 rounds, each cut mid-record, and polls a
   the one half-written record it waited for (37 bytes here), never a
   byte twice otherwise; a poll with nothing appended reads nothing;
 - the half-written records are waited for: no damage is said;
-- RSS grows by less than the scalars' share of the file (the watch keeps
-  each series as compact arrays, about 24 bytes a point, not the records);
+- RSS grows by less than 64 bytes a scalar, below the 73 bytes a scalar
+  takes in the file (the watch keeps each series as compact arrays, 24
+  bytes a point, not the records);
 - every finding is reported at the step where `diagnose_logdir` finds it
   on the finished file, and what is open at the end is what it finds.
 """
@@ -43,8 +44,9 @@ def test_a_million_scalars_are_followed_in_bounded_memory_reading_only_new_bytes
     assert sum(p["read"] - p["waited"] for p in polls) == figures["file_bytes"]
     assert figures["damage"] == []
     grown_mb = polls[-1]["rss_mb"] - polls[0]["rss_mb"]
-    share_mb = figures["file_bytes"] * (len(polls) - 1) / len(polls) / 2**20
-    assert grown_mb < 0.8 * share_mb, (grown_mb, share_mb)  # about 24 B kept per 72 B read
+    kept = figures["scalars"] * (len(polls) - 1) / len(polls)
+    # 24 B a point in the series (measured 39-47 B with the allocator's slack); the file: 73 B
+    assert grown_mb * 2**20 / kept < 64, grown_mb
     first_half = polls[len(polls) // 2]["rss_mb"] - polls[0]["rss_mb"]
     assert grown_mb - first_half < first_half + 16  # no faster growth later on
     key = ("run", "id", "where", "step", "epoch")

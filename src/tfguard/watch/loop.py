@@ -132,6 +132,7 @@ class Watcher:
         self.stream = FindingStream()
         self.thresholds = Thresholds.resolve(thresholds)
         self.root_name = os.path.basename(os.path.normpath(self.logdir)) or "."
+        self.last_timing = {"read_s": 0.0, "diagnose_s": 0.0}  # seconds of the last poll
 
     def poll(self, now: float | None = None) -> list[WatchEvent]:
         """One look: reads what is new, diagnoses the runs that changed.
@@ -146,7 +147,9 @@ class Watcher:
             EventFileError: if the logdir does not exist (yet) or is not a directory.
         """
         now = time.time() if now is None else now
+        began = time.perf_counter()
         changed, damage = self.follower.poll(now=now)
+        read = time.perf_counter()
         events = [WatchEvent(
             "damage", self.root_name if run == "." else run,
             f"damaged event file {d.path} at offset {d.offset}: {d.reason}", severity="warning",
@@ -157,6 +160,7 @@ class Watcher:
                                    thresholds=self.thresholds)
         for fam in families:
             events += self.stream.update(fam, states.get(fam, []), now=now)
+        self.last_timing = {"read_s": read - began, "diagnose_s": time.perf_counter() - read}
         return events
 
 
