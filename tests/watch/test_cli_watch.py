@@ -112,7 +112,9 @@ def test_a_failing_webhook_never_stops_the_polls(logdir):
     assert failing.sent == 0 and failing.failed >= 1
 
 
-def test_ctrl_c_prints_a_one_line_summary_and_exits_0(logdir):
+@pytest.mark.parametrize("stop, said", [(signal.SIGINT, "interrupted"),
+                                        (signal.SIGTERM, "terminated")])
+def test_ctrl_c_or_sigterm_prints_a_one_line_summary_and_exits_0(logdir, stop, said):
     watch = subprocess.Popen(
         [sys.executable, "-m", "tfguard", "watch", str(logdir), "--interval", "0.2"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), cwd=ROOT)
@@ -126,14 +128,14 @@ def test_ctrl_c_prints_a_one_line_summary_and_exits_0(logdir):
                 break
         assert any("nonfinite" in line for line in lines), lines
         time.sleep(0.5)  # a few more polls: nothing new is said
-        watch.send_signal(signal.SIGINT)
+        watch.send_signal(stop)
         out, err = watch.communicate(timeout=30)
     finally:
         if watch.poll() is None:
             watch.kill()
     assert watch.returncode == 0, err
     rest = [line for line in out.splitlines() if line.strip()]
-    assert len(rest) == 1 and rest[0].startswith("tfguard watch: interrupted after")
+    assert len(rest) == 1 and rest[0].startswith(f"tfguard watch: {said} after")
     assert "2 runs, 1 finding open (1 error)" in rest[0]
     assert "Traceback" not in err
 

@@ -6,8 +6,8 @@ got new records (`tfguard.watch.diagnosis`) and returns the events that
 makes (`tfguard.watch.stream`), damage first. `watch_logdir` repeats it
 every `interval` seconds, hands each event to the outputs (terminal, JSON
 lines, webhook: `tfguard.watch.outputs`), and stops on `once`, at the first
-event as bad as `exit_on` (exit status 1), or on Ctrl-C (status 0); the
-outputs then say a one-line summary. A finding is so reported within one
+event as bad as `exit_on` (exit status 1), or on Ctrl-C or SIGTERM (a
+scheduler's stop; status 0); the outputs then say a one-line summary. A finding is so reported within one
 interval (plus the time of one poll) of the flush of the record that shows it.
 
 Example:
@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import signal
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 
@@ -48,7 +50,8 @@ class WatchResult:
 
     Args:
         exit_code: `1` when it stopped at an event as bad as `exit_on`, else `0`.
-        reason: why it stopped: `"once"`, `"exit_on"`, `"interrupted"` or `"polls"`.
+        reason: why it stopped: `"once"`, `"exit_on"`, `"interrupted"` (Ctrl-C),
+            `"terminated"` (SIGTERM) or `"polls"`.
         polls: the looks taken.
         seconds: how long it watched.
         bytes_read: the bytes read from event files, all polls together.
@@ -83,7 +86,8 @@ class WatchResult:
         total = sum(counts.values())
         detail = f" ({', '.join(f'{v} {k}' for k, v in counts.items())})" if total else ""
         why = {"once": "one pass", "exit_on": "stopped at the first finding asked for",
-               "interrupted": "interrupted", "polls": "done"}.get(self.reason, self.reason)
+               "interrupted": "interrupted", "terminated": "terminated",
+               "polls": "done"}.get(self.reason, self.reason)
         return (f"tfguard watch: {why} after {self.polls} poll{'s' if self.polls != 1 else ''} "
                 f"in {self.seconds:.1f} s; {self.runs} run{'s' if self.runs != 1 else ''}, "
                 f"{total} finding{'s' if total != 1 else ''} open{detail}, {self.resolved} "
@@ -164,6 +168,22 @@ class Watcher:
         return events
 
 
+def _stop_on_sigterm(flag: list) -> Callable[[], None]:
+    """Makes SIGTERM (a scheduler's stop) end the watch as Ctrl-C does; returns the undo.
+
+    Only in the main thread (signal handlers can be set nowhere else).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def on_term(signum, frame):
+        flag.append(signum)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    return lambda: signal.signal(signal.SIGTERM, previous)
+
+
 def _stops(event: WatchEvent, exit_on: str | None) -> bool:
     return (exit_on is not None and event.kind in _STOPPING_KINDS
             and severity_rank(event.severity) >= severity_rank(exit_on))
@@ -229,6 +249,8 @@ def watch_logdir(
     for out in outputs:
         out.start(watcher.logdir, interval)
     waiting = False
+    terminated = []
+    restore = _stop_on_sigterm(terminated)
     try:
         while True:
             began = time.monotonic()
@@ -260,7 +282,9 @@ def watch_logdir(
                 break
             sleep(max(0.0, interval - (time.monotonic() - began)))
     except KeyboardInterrupt:
-        result.reason = "interrupted"
+        result.reason = "terminated" if terminated else "interrupted"
+    finally:
+        restore()
     result.seconds = time.monotonic() - started
     result.bytes_read = watcher.counter.total
     result.runs = len(watcher.stream.runs)
