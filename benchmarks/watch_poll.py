@@ -34,6 +34,7 @@ sys.path[:0] = [os.path.join(ROOT, "src"), ROOT]
 
 from tests.watch.logs import EVENT_FILE, append  # noqa: E402
 from tests.watch.million import PER_STEP, _step_records  # noqa: E402
+
 from tfguard.diagnose import diagnose_logdir  # noqa: E402
 from tfguard.watch import Watcher  # noqa: E402
 
