@@ -109,3 +109,23 @@ def test_watch_logdir_stops_at_the_first_error_with_status_1_and_json_lines_pars
 def test_bad_options_say_what_was_expected(tmp_path, options, message):
     with pytest.raises(ContractError, match=message):
         watch_logdir(tmp_path, once=True, **options)
+
+
+def test_a_poll_reads_only_the_run_that_grew_and_damage_is_said_in_diagnose_words(tmp_path):
+    for run in ("a", "b"):
+        append(tmp_path / run / EVENT_FILE, b"".join(epoch_records(e, 2.3 * 0.7 ** e)
+                                                     for e in range(4)))
+    watcher = Watcher(tmp_path, settle=60)
+    watcher.poll()
+    more = epoch_records(4, 0.5)
+    append(tmp_path / "b" / EVENT_FILE, more + more[:30])  # and the writer was cut mid-record
+    before = watcher.counter.total
+    assert [e.kind for e in watcher.poll()] == []  # the cut record may still be completed
+    assert watcher.counter.total - before == len(more) + 30
+    old = os.path.getmtime(tmp_path / "b" / EVENT_FILE) - 600
+    os.utime(tmp_path / "b" / EVENT_FILE, (old, old))  # ... it never was: the file stopped
+    (event,) = watcher.poll()
+    assert (event.kind, event.run, event.severity) == ("damage", "b", "warning")
+    (diagnosed,) = [d for d in diagnose_logdir(tmp_path) if d.run == "b"]
+    assert diagnosed.notes == [event.text]
+    assert event.detail["kind"] == "truncated" and watcher.poll() == []

@@ -20,7 +20,7 @@ Example:
 >>> import tempfile
 >>> from tfguard.watch import watch_logdir
 >>> watch_logdir(tempfile.mkdtemp(), once=True).summary()
-'tfguard watch: one pass after 1 poll in 0.0 s; 0 runs, 0 findings open, 0 resolved, 0 B read'
+'tfguard watch: one pass after 1 poll in ... s; 0 runs, 0 findings open, 0 resolved, 0 B read'
 """
 
 from tfguard.watch.event import SCHEMA, WatchEvent
