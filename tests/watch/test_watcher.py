@@ -129,3 +129,18 @@ def test_a_poll_reads_only_the_run_that_grew_and_damage_is_said_in_diagnose_word
     (diagnosed,) = [d for d in diagnose_logdir(tmp_path) if d.run == "b"]
     assert diagnosed.notes == [event.text]
     assert event.detail["kind"] == "truncated" and watcher.poll() == []
+
+
+def test_tags_past_the_readers_cap_are_said_once_however_many_polls_add_more(tmp_path):
+    from tests.watch.logs import scalar
+    from tfguard.events.collect import MAX_TAGS
+
+    path = tmp_path / "many" / EVENT_FILE
+    append(path, b"".join(scalar(f"t/{i}", 1, 0.5) for i in range(MAX_TAGS + 10)))
+    watcher = Watcher(tmp_path)
+    said = watcher.poll()
+    append(path, b"".join(scalar(f"u/{i}", 2, 0.5) for i in range(20)))
+    said += watcher.poll() + watcher.poll()
+    damage = [e for e in said if e.kind == "damage"]
+    assert len(damage) == 1 and damage[0].detail["kind"] == "oversized"
+    assert "distinct tags" in damage[0].text

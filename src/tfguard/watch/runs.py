@@ -115,7 +115,9 @@ class RunFollower:
     def _report(self, found: list[Damage]) -> list[Damage]:
         new = []
         for d in found:
-            key = (d.path, d.offset, d.kind)
+            # tags past the cap are counted again at each snapshot: said once per file
+            over_cap = d.kind == "oversized" and d.reason.startswith("more than")
+            key = (d.path, -1 if over_cap else d.offset, d.kind)
             if key not in self._reported:
                 self._reported.add(key)
                 new.append(d)
