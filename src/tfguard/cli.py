@@ -331,7 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
         "of `tfguard diagnose`, and says each new finding once (run, step, root cause, fix), and "
         "once when it goes away. Ctrl-C prints a one-line summary and exits 0.")
     p.add_argument("logdir")
-    p.add_argument("--interval", type=float, default=5.0, metavar="SECONDS",
+    p.add_argument("--interval", type=float, default=None, metavar="SECONDS",
                    help="seconds between two looks at LOGDIR (default 5)")
     p.add_argument("--once", action="store_true", help="one pass, then exit (for cron)")
     p.add_argument("--exit-on", default=None, choices=["error", "warning"],
@@ -341,9 +341,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--webhook", action="append", default=[], metavar="URL",
                    help="POST each event's JSON to URL, with retries (repeatable); a failing "
                    "webhook never stops the watch")
-    p.add_argument("--webhook-timeout", type=float, default=5.0, metavar="SECONDS",
+    p.add_argument("--webhook-timeout", type=float, default=None, metavar="SECONDS",
                    help="seconds one POST may take (default 5)")
-    p.add_argument("--settle", type=float, default=150.0, metavar="SECONDS",
+    p.add_argument("--settle", type=float, default=None, metavar="SECONDS",
                    help="report a damaged spot of an event file once it stayed bad this long "
                    "or the file stopped growing this long (default 150: TensorFlow's writers "
                    "flush every 120 s)")

@@ -8,9 +8,18 @@ import os
 
 import pytest
 
-from tests.watch.logs import EVENT_FILE, append, epoch_records, keras_epoch, losses, model_text
+from tests.watch.logs import (
+    EVENT_FILE,
+    append,
+    epoch_records,
+    keras_epoch,
+    losses,
+    model_text,
+    scalar,
+)
 from tfguard.diagnose import diagnose_logdir
 from tfguard.errors import ContractError
+from tfguard.events.collect import MAX_TAGS
 from tfguard.watch import JsonLinesOutput, Watcher, watch_logdir
 
 
@@ -132,9 +141,6 @@ def test_a_poll_reads_only_the_run_that_grew_and_damage_is_said_in_diagnose_word
 
 
 def test_tags_past_the_readers_cap_are_said_once_however_many_polls_add_more(tmp_path):
-    from tests.watch.logs import scalar
-    from tfguard.events.collect import MAX_TAGS
-
     path = tmp_path / "many" / EVENT_FILE
     append(path, b"".join(scalar(f"t/{i}", 1, 0.5) for i in range(MAX_TAGS + 10)))
     watcher = Watcher(tmp_path)

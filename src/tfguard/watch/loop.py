@@ -207,10 +207,10 @@ def _check(interval: float, exit_on: str | None, settle: float) -> None:
 def watch_logdir(
     logdir: str | os.PathLike,
     *,
-    interval: float = DEFAULT_INTERVAL,
+    interval: float | None = DEFAULT_INTERVAL,
     once: bool = False,
     exit_on: str | None = None,
-    settle: float = DEFAULT_SETTLE,
+    settle: float | None = DEFAULT_SETTLE,
     outputs: Iterable = (),
     thresholds: Thresholds | Mapping | None = None,
     max_polls: int | None = None,
@@ -221,12 +221,13 @@ def watch_logdir(
     Args:
         logdir: the folder TensorBoard would be pointed at (it may not exist
             yet, unless `once`: then the watch waits for it).
-        interval: seconds between two looks. Defaults to `DEFAULT_INTERVAL` (5).
+        interval: seconds between two looks; `None` for the default.
+            Defaults to `DEFAULT_INTERVAL` (5).
         once: one look, then stop (for cron). Defaults to `False`.
         exit_on: `"error"` or `"warning"`: stop with exit code 1 at the first
             finding (or damage, or failed end) at least that bad. Defaults to `None`.
-        settle: seconds a damaged spot may stay bad before it is reported.
-            Defaults to `tfguard.watch.follow.DEFAULT_SETTLE` (150).
+        settle: seconds a damaged spot may stay bad before it is reported;
+            `None` for the default. Defaults to `tfguard.watch.follow.DEFAULT_SETTLE` (150).
         outputs: objects with `start(logdir, interval)`, `emit(event)`,
             `notice(text)` and `finish(result)` (`tfguard.watch.outputs`).
             Defaults to `()`.
@@ -241,6 +242,8 @@ def watch_logdir(
         EventFileError: with `once`, if `logdir` does not exist or is not a directory.
         ContractError: for an invalid `interval`, `exit_on` or `settle`.
     """
+    interval = DEFAULT_INTERVAL if interval is None else interval
+    settle = DEFAULT_SETTLE if settle is None else settle
     _check(interval, exit_on, settle)
     outputs = list(outputs)
     watcher = Watcher(logdir, settle=settle, thresholds=thresholds)

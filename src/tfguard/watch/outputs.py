@@ -24,7 +24,7 @@ __all__ = ["watch_outputs"]
 
 
 def watch_outputs(*, console: Console, errors: Console | None = None, json: bool = False,
-                  webhooks: Iterable[str] = (), timeout: float = 5.0) -> list:
+                  webhooks: Iterable[str] = (), timeout: float | None = None) -> list:
     """The outputs for `watch_logdir`.
 
     Args:
@@ -33,7 +33,7 @@ def watch_outputs(*, console: Console, errors: Console | None = None, json: bool
             Defaults to `None` (`console`).
         json: JSON lines on `console`'s file instead of terminal lines. Defaults to `False`.
         webhooks: URLs to POST every event to. Defaults to `()`.
-        timeout: seconds one POST may take. Defaults to `5.0`.
+        timeout: seconds one POST may take. Defaults to `None` (`WebhookOutput`'s 5 s).
 
     Returns:
         The outputs, the printing one first.
@@ -47,4 +47,5 @@ def watch_outputs(*, console: Console, errors: Console | None = None, json: bool
         errors.print(Text(printable(text, newlines=False), style="yellow"))
 
     first = JsonLinesOutput(console.file, errors=say) if json else TerminalOutput(console)
-    return [first, *(WebhookOutput(url, timeout=timeout, notice=say) for url in webhooks)]
+    options = {} if timeout is None else {"timeout": timeout}
+    return [first, *(WebhookOutput(url, notice=say, **options) for url in webhooks)]
