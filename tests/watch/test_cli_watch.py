@@ -61,9 +61,16 @@ def test_once_on_a_missing_logdir_is_one_error_line(tmp_path, capsys):
 
 class _Hook(http.server.BaseHTTPRequestHandler):
     received: list = []
+    fail_first = 0  # answer this many POSTs with HTTP 503 first
+    tries = 0
 
     def do_POST(self):  # noqa: N802 - http.server's name
         body = self.rfile.read(int(self.headers["Content-Length"]))
+        type(self).tries += 1
+        if type(self).tries <= type(self).fail_first:
+            self.send_response(503)
+            self.end_headers()
+            return
         type(self).received.append((self.headers["Content-Type"], json.loads(body)))
         self.send_response(204)
         self.end_headers()
@@ -74,7 +81,7 @@ class _Hook(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def hook():
-    _Hook.received = []
+    _Hook.received, _Hook.fail_first, _Hook.tries = [], 0, 0
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Hook)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -103,6 +110,17 @@ def test_the_webhook_gets_each_event_as_json_and_a_dead_one_does_not_stop_the_wa
     captured = capsys.readouterr()
     assert "failed after 3 tries" in captured.err and "the watch goes on" in captured.err
     assert "tfguard watch: one pass" in captured.out
+
+
+def test_a_webhook_that_fails_twice_gets_the_event_on_the_third_try(logdir, hook):
+    url, received = hook
+    _Hook.fail_first = 2
+    notices = []
+    output = WebhookOutput(url, retries=2, backoff=0.05, notice=notices.append)
+    result = watch_logdir(logdir / "lr_10", once=True, outputs=[output])
+    assert result.exit_code == 0
+    assert [doc["event"] for _, doc in received] == ["run", "finding", "summary"]
+    assert _Hook.tries == 5 and (output.sent, output.failed) == (3, 0) and notices == []
 
 
 def test_a_failing_webhook_never_stops_the_polls(logdir):
