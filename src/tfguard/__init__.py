@@ -62,6 +62,9 @@ _LAZY = {
     "run_script": "tfguard.attach",
     "remedies": "tfguard.remedies",
     "try_fixes": "tfguard.remedies",
+    # following running jobs
+    "watch": "tfguard.watch",
+    "watch_logdir": "tfguard.watch",
     # the whole road
     "pipeline": "tfguard.pipeline",
     "doctor": "tfguard.doctor",
@@ -69,7 +72,7 @@ _LAZY = {
 }
 
 _SUBMODULES = {"checks", "summary", "events", "diagnose", "lint", "attach", "pipeline", "doctor",
-               "remedies", "invariants"}
+               "remedies", "invariants", "watch"}
 
 __all__ = [
     "ContractError",

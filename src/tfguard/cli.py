@@ -205,6 +205,16 @@ def cmd_report(args) -> int:
     return _damage_status(damage, _console(stderr=True))
 
 
+def cmd_watch(args) -> int:
+    from tfguard.watch import watch_logdir, watch_outputs
+
+    outputs = watch_outputs(console=_console(), errors=_console(stderr=True), json=args.json,
+                            webhooks=args.webhook, timeout=args.webhook_timeout)
+    result = watch_logdir(args.logdir, interval=args.interval, once=args.once,
+                          exit_on=args.exit_on, settle=args.settle, outputs=outputs)
+    return result.exit_code
+
+
 def cmd_lint(args) -> int:
     from tfguard.lint import lint_saved_model, lint_to_json, render_lint
 
@@ -217,7 +227,7 @@ def cmd_lint(args) -> int:
 
 
 # commands whose every OSError comes from a path given on the command line
-_FILE_COMMANDS = ("compare", "diagnose", "lint", "report")
+_FILE_COMMANDS = ("compare", "diagnose", "lint", "report", "watch")
 
 COMMANDS = {
     "compare": cmd_compare,
@@ -231,6 +241,7 @@ COMMANDS = {
     "replay": cmd_replay,
     "run": cmd_run,
     "train": cmd_train,
+    "watch": cmd_watch,
 }
 
 
@@ -315,6 +326,30 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="write the self-contained HTML report of a log directory")
     p.add_argument("logdir")
     p.add_argument("-o", "--output", default="report.html", metavar="FILE")
+
+    p = sub.add_parser(
+        "watch", help="follow the event files of running jobs; say each new finding once",
+        description="Follows LOGDIR (tfguard Logger or stock Keras TensorBoard logs) while jobs "
+        "write it: reads only what was appended, diagnoses the runs that changed with the rules "
+        "of `tfguard diagnose`, and says each new finding once (run, step, root cause, fix), and "
+        "once when it goes away. Ctrl-C prints a one-line summary and exits 0.")
+    p.add_argument("logdir")
+    p.add_argument("--interval", type=float, default=None, metavar="SECONDS",
+                   help="seconds between two looks at LOGDIR (default 5)")
+    p.add_argument("--once", action="store_true", help="one pass, then exit (for cron)")
+    p.add_argument("--exit-on", default=None, choices=["error", "warning"],
+                   help="exit with status 1 at the first finding at least this bad")
+    p.add_argument("--json", action="store_true",
+                   help="one JSON line per event (schema tfguard.watch/1), for other tools")
+    p.add_argument("--webhook", action="append", default=[], metavar="URL",
+                   help="POST each event's JSON to URL, with retries (repeatable); a failing "
+                   "webhook never stops the watch")
+    p.add_argument("--webhook-timeout", type=float, default=None, metavar="SECONDS",
+                   help="seconds one POST may take (default 5)")
+    p.add_argument("--settle", type=float, default=None, metavar="SECONDS",
+                   help="report a damaged spot of an event file once it stayed bad this long "
+                   "or the file stopped growing this long (default 150: TensorFlow's writers "
+                   "flush every 120 s)")
 
     p = sub.add_parser("lint", help="static checks of a saved .keras model (activation vs loss)")
     p.add_argument("model", help="a .keras file (loaded with safe_mode=True)")

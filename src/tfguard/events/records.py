@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import BinaryIO
 
 import google_crc32c
 
@@ -169,6 +170,8 @@ def iter_record_blocks(
     *,
     chunk_size: int = _CHUNK_SIZE,
     max_record_bytes: int = MAX_RECORD_BYTES,
+    start: int = 0,
+    opener: Callable[[str], BinaryIO] | None = None,
 ) -> Iterator[tuple[list[int], list[bytes]] | Block]:
     """`iter_records`, with runs of same-length records as `tfguard.events.blocks.Block`s.
 
@@ -177,22 +180,43 @@ def iter_record_blocks(
     in one numpy step and yielded as one `Block` (its rows are a view of the
     chunk: copy what you keep). Everything else is as `iter_records`.
 
+    Reading may start at a record boundary other than the file's start
+    (`start`: what a follower of a growing file read up to last time);
+    offsets in records and `Damage` stay offsets in the whole file.
+
+    Example:
+
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "x.tfevents")
+    >>> with open(path, "wb") as f:
+    ...     _ = f.write(frame_record(b"a") + frame_record(b"bc"))
+    >>> [(list(offsets), list(datas)) for offsets, datas in iter_record_blocks(path, [], start=17)]
+    [([17], [b'bc'])]
+
     Args:
         path: the event file to read.
         damage: list that receives one `Damage` per bad spot found.
         chunk_size: bytes read from the file at a time. Defaults to `1 MiB`.
         max_record_bytes: the longest record kept. Defaults to `MAX_RECORD_BYTES`.
+        start: the file offset of the first record to read (a record
+            boundary). Defaults to `0`.
+        opener: `opener(path)` returns the file opened for unbuffered binary
+            reading (e.g. one that counts the bytes read). Defaults to
+            `None` (`open(path, "rb", buffering=0)`).
 
     Yields:
         `(offsets, datas)` lists, or a `Block`, in file order.
     """
     try:
-        f = open(path, "rb", buffering=0)  # noqa: SIM115 - closed in finally
+        f = open(path, "rb", buffering=0) if opener is None else opener(path)  # noqa: SIM115
     except OSError as err:
-        damage.append(Damage(path, 0, f"cannot open: {err.strerror or err}", "unreadable"))
+        damage.append(Damage(path, start, f"cannot open: {err.strerror or err}", "unreadable"))
         return
     try:
-        yield from _scan(f, path, damage, max(64, int(chunk_size)), max(0, int(max_record_bytes)))
+        if start:
+            f.seek(start)
+        yield from _scan(f, path, damage, max(64, int(chunk_size)), max(0, int(max_record_bytes)),
+                         max(0, int(start)))
     except OSError as err:
         damage.append(Damage(path, f.tell() if not f.closed else 0,
                              f"read error: {err.strerror or err}", "unreadable"))
@@ -201,16 +225,16 @@ def iter_record_blocks(
 
 
 def _scan(
-    f, path: str, damage: list[Damage], chunk_size: int, max_record: int
+    f, path: str, damage: list[Damage], chunk_size: int, max_record: int, begin: int = 0
 ) -> Iterator[tuple[list[int], list[bytes]] | Block]:
-    """The framing loop of `iter_records` over an open, unbuffered file."""
+    """The framing loop of `iter_records` over an open, unbuffered file positioned at `begin`."""
     size = os.fstat(f.fileno()).st_size
     crc = google_crc32c.value
     unpack_header = _HEADER.unpack
     unpack_u32 = _U32.unpack_from
     verified: dict[bytes, int] = {}  # header bytes already checked -> length
     buf = f.read(chunk_size)
-    base = 0  # file offset of buf[0]
+    base = begin  # file offset of buf[0]
     pos = 0
     while True:
         n = len(buf)

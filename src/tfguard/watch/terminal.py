@@ -1,0 +1,111 @@
+"""The watch on a terminal: one line per event, the fix under each new finding.
+
+Lines read as `tfguard diagnose` writes its findings (the same message and
+suggestion), prefixed with the time, the severity and the run:
+
+    14:02:03  error    lr_10  step 40 (epoch 3)  nonfinite: 'train/loss' became NaN at step 40, ...
+              root cause: learning_rate
+              fix: lower the learning rate ...
+
+Text from logs (run names, layer names, messages) goes into rich `Text`,
+never markup, with control characters escaped (`tfguard.text.printable`).
+
+Example:
+
+>>> import io
+>>> from rich.console import Console
+>>> from tfguard.diagnose import Finding
+>>> from tfguard.watch.event import WatchEvent
+>>> console = Console(file=io.StringIO(), width=200, highlight=False)
+>>> f = Finding("nonfinite", "error", "'train/loss' became NaN at step 40.", onset_step=40,
+...             suggestion="lower the learning rate")
+>>> TerminalOutput(console).emit(WatchEvent("finding", "lr_10", f.message, "error", 40, None, f))
+>>> print(console.file.getvalue().split("  ", 1)[1].rstrip())
+error    lr_10  step 40  nonfinite: 'train/loss' became NaN at step 40.
+          fix: lower the learning rate
+"""
+
+from __future__ import annotations
+
+import time
+
+from rich.console import Console
+from rich.text import Text
+
+from tfguard.text import printable
+from tfguard.watch.event import WatchEvent
+
+__all__ = ["TerminalOutput"]
+
+STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+_INDENT = " " * 10
+
+
+def _clean(value, limit: int = 300) -> str:
+    text = printable(value, newlines=False)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _where(event: WatchEvent) -> str:
+    parts = []
+    if event.step is not None:
+        parts.append(f"step {event.step}")
+    if event.epoch is not None:
+        parts.append(f"epoch {event.epoch}")
+    if len(parts) == 2:
+        return f"{parts[0]} ({parts[1]})"
+    return parts[0] if parts else ""
+
+
+class TerminalOutput:
+    """Prints the watch's events on a rich console.
+
+    Args:
+        console: where to print.
+        clock: gives the time shown on each line. Defaults to `time.localtime`.
+    """
+
+    def __init__(self, console: Console, *, clock=time.localtime):
+        self.console = console
+        self.clock = clock
+
+    def start(self, logdir: str, interval: float) -> None:
+        """Says what is watched."""
+        self.console.print(Text(f"watching {_clean(logdir)} every {interval:g} s "
+                                "(Ctrl-C stops it)", style="dim"))
+
+    def notice(self, text: str) -> None:
+        """A remark of the watch itself (waiting for the logdir, a failing webhook)."""
+        self.console.print(Text(time.strftime("%H:%M:%S", self.clock()) + "  " + _clean(text, 500),
+                                style="dim"))
+
+    def emit(self, event: WatchEvent) -> None:
+        """Prints one event (a new finding with its root cause and fix)."""
+        line = Text(time.strftime("%H:%M:%S", self.clock(event.time or None)) + "  ")
+        label = {"finding": event.severity, "changed": event.severity, "ended": event.severity,
+                 "resolved": "resolved", "damage": "damage", "run": "run"}[event.kind]
+        line.append(f"{label:<8} ", style=STYLES.get(label, "green" if label == "resolved" else
+                                                     "yellow" if label == "damage" else "dim"))
+        line.append(_clean(event.run, 120), style="bold magenta")
+        where = _where(event)
+        if where:
+            line.append(f"  {where}")
+        f = event.finding
+        if event.kind in ("finding", "changed") and f is not None:
+            layer = f" at {_clean(f.where, 80)}" if f.where else ""
+            changed = " (changed)" if event.kind == "changed" else ""
+            line.append(f"  {f.id}{layer}{changed}: ", style="bold")
+            line.append(_clean(event.text, 1000))
+            self.console.print(line)
+            if f.cause:
+                cause = f.cause[0] + (f" at {f.cause[1]}" if len(f.cause) > 1 and f.cause[1] else "")
+                self.console.print(Text(f"{_INDENT}root cause: {_clean(cause, 200)}", style="dim"))
+            if f.suggestion:
+                self.console.print(Text(f"{_INDENT}fix: {_clean(f.suggestion, 1000)}", style="green"))
+            return
+        line.append("  " + _clean(event.text, 1000), style="dim" if event.kind == "run" else "")
+        self.console.print(line)
+
+    def finish(self, result) -> None:
+        """Prints the one-line summary."""
+        self.console.print(Text(result.summary(), style="bold"))
