@@ -50,6 +50,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfguard import tags
+from tfguard.distribute import keras_20585
 from tfguard.firewall.probes import NO_RATIO
 from tfguard.firewall.record import StepRecord, freeze
 from tfguard.firewall.step import HISTOGRAMS, LOGS_KEY, OUTPUT_KEY, RECORDING
@@ -142,7 +143,7 @@ class Host:
         inst.in_graph_batch = (
             model.distribute_strategy.num_replicas_in_sync == 1
             and int(model.steps_per_execution) == 1
-            and not getattr(model, "_tfguard_multi_worker", False)
+            and not keras_20585.enabled(model)
         )
         if inst.in_graph_batch:
 
