@@ -54,7 +54,7 @@ from tfguard.distribute import keras_20585
 from tfguard.firewall.probes import NO_RATIO
 from tfguard.firewall.record import StepRecord, freeze
 from tfguard.firewall.step import HISTOGRAMS, LOGS_KEY, OUTPUT_KEY, RECORDING
-from tfguard.hooks import keras_compat
+from tfguard.hooks import keras_compat, marks
 
 
 class EpochTracker(keras.callbacks.Callback):
@@ -97,8 +97,7 @@ def wrap_fit(model: keras.Model, inst):
         inst.begin_fit()
         return method(*bound.args, **bound.kwargs)
 
-    fit._tfguard = True
-    return fit
+    return marks.mark(fit)
 
 
 class Host:
@@ -181,7 +180,7 @@ class Host:
                     raise StopIteration
                 return outputs
 
-        train_function._tfguard = True
+        marks.mark(train_function)
         train_function.peek_batch = self.peek_batch
         return train_function
 
