@@ -44,7 +44,7 @@ this module, `tf_compat` (TensorFlow's) and the keras#20585 workaround:
   for `tfguard.hooks.dry_run`;
 * `OPTIMIZER_CLASS`: the class whose `apply` every Keras optimizer of the
   TensorFlow backend inherits (the public `keras.optimizers.Optimizer`);
-  the firewall wraps that one method (`tfguard.firewall.context`).
+  the optimizer door wraps that one method (`tfguard.hooks.context`).
 
 The workaround for keras-team/keras#20585 (fit under
 MultiWorkerMirroredStrategy) lives apart, in `tfguard.distribute.keras_20585`,
@@ -135,8 +135,8 @@ _CANNOT_BUILD = (ValueError, TypeError, RuntimeError, NotImplementedError, Attri
 A model whose `call` needs real values (`.numpy()`, Python control flow on
 a tensor) gives Keras's own `RuntimeError` ("Unable to automatically build
 the model"), invalid inputs a `ValueError`, a batch spec without a shape
-(an `OptionalSpec` standing for `None`) an `AttributeError`; a loss or
-metric may raise anything its own code raises on symbolic tensors.
+(an `OptionalSpec` standing for `None`) an `AttributeError`, an op that
+rejects a symbolic shape a `tf.errors.OpError`. Anything else propagates.
 """
 
 _DOUBLE_TRACE = "the guarded step is traced twice again (its first trace creates the optimizer's variables)"
