@@ -1,7 +1,8 @@
 """The private Keras surface tfguard touches, checked: a Keras release that changes it fails here first.
 
-Each test names the item of `tfguard.hooks.keras_compat` (and of the README's
-compatibility note) it guards.
+Each test names the item of `tfguard.hooks.keras_compat` it guards; the
+canaries of every private name, one per row of the README's table, are in
+`tests/hooks/test_keras_surface.py`.
 """
 
 import inspect
@@ -11,33 +12,6 @@ import numpy as np
 import tensorflow as tf
 
 from tfguard.hooks import context, keras_compat
-
-
-def test_call_has_training_arg_is_what_keras_computes():
-    class NoTraining(keras.Model):
-        def call(self, inputs):
-            return inputs
-
-    class WithTraining(keras.Model):
-        def call(self, inputs, training=False):
-            return inputs
-
-    assert keras_compat.call_has_training_arg(WithTraining()) is True
-    assert keras_compat.call_has_training_arg(NoTraining()) is False
-    assert hasattr(keras.Model(), "_call_has_training_arg")
-
-
-def test_nested_layers_walks_sub_models():
-    inner = keras.Sequential([keras.Input((2,)), keras.layers.Dense(2, name="inner_dense")], name="inner")
-    outer = keras.Sequential([keras.Input((2,)), inner, keras.layers.Dense(1, name="top")])
-    assert [layer.name for layer in keras_compat.nested_layers(outer)] == ["inner", "inner_dense", "top"]
-
-
-def test_the_loss_tracker_is_the_compiled_loss_mean():
-    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
-    model.compile(optimizer="sgd", loss="mse")
-    tracker = keras_compat.loss_tracker(model)
-    assert isinstance(tracker, keras.metrics.Mean) and tracker.name == "loss"
 
 
 def test_every_optimizer_inherits_apply_from_the_wrapped_class():

@@ -23,6 +23,14 @@ import tensorflow as tf
 
 from tfguard.errors import ContractError
 
+ENABLED = "_tfguard_multi_worker"
+"""The attribute `enable_multi_worker` sets on a model it changed."""
+
+
+def enabled(model) -> bool:
+    """Whether `enable_multi_worker` changed `model` (its train function then pulls batches per worker)."""
+    return bool(getattr(model, ENABLED, False))
+
 
 def _in_multi_worker_mode(strategy) -> bool:
     extended = getattr(strategy, "extended", None)
@@ -88,7 +96,7 @@ def enable_multi_worker(model: keras.Model) -> keras.Model:
             f"Received an invalid value for `model`, expected a keras.Model. Received: {type(model).__name__}"
         )
     strategy = model.distribute_strategy
-    if not _in_multi_worker_mode(strategy) or getattr(model, "_tfguard_multi_worker", False):
+    if not _in_multi_worker_mode(strategy) or enabled(model):
         return model
 
     def maybe_symbolic_build(iterator=None, data_batch=None):
@@ -129,10 +137,10 @@ def enable_multi_worker(model: keras.Model) -> keras.Model:
 
     object.__setattr__(model, "_maybe_symbolic_build", maybe_symbolic_build)
     object.__setattr__(model, "_make_function", make_function)
-    object.__setattr__(model, "_tfguard_multi_worker", True)
+    object.__setattr__(model, ENABLED, True)
     model.train_function = None
     model.test_function = None
     return model
 
 
-__all__ = ["enable_multi_worker"]
+__all__ = ["ENABLED", "enable_multi_worker", "enabled"]

@@ -44,7 +44,7 @@ import tensorflow as tf
 
 from tfguard.firewall import stats
 from tfguard.firewall.checkpoints import Flag, Slot, counted_flag, variable_path
-from tfguard.hooks import dry_run
+from tfguard.hooks import dry_run, tf_compat
 from tfguard.hooks.transaction import is_float, tf_variable
 
 _READS = frozenset({"ReadVariableOp", "VariableShape", "ResourceGather", "ResourceGatherNd", "Identity",
@@ -191,7 +191,7 @@ class Gate:
         if self._touched is None:  # every resource an op after the gate uses other than to read it
             self._touched = {id(t) for op in self._graph.get_operations()[self.last.ops:]
                              if op.type not in _READS for t in op.inputs if t.dtype == tf.resource}
-            self._handles = {id(external): internal for external, internal in self._graph.captures}
+            self._handles = {id(external): internal for external, internal in tf_compat.captures(self._graph)}
         internal = self._handles.get(id(held.tf_variable.handle))
         return internal is not None and id(internal) in self._touched
 

@@ -1,6 +1,5 @@
 """The host loop: the train function Keras calls, around the traces of the guarded step.
 
-Long because: it still holds Keras's rebuilt train function (moving beside the Keras hooks).
 
 For each step the host:
 
@@ -21,9 +20,10 @@ For each step the host:
 
 One replica, one step per execution: the step hands the batch back with its
 flags (a tensor handle, no copy), and Keras keeps pulling batches in-graph;
-the train function (`timed_train_function`) also hands back when the step
-asked for its batch and when the batch was there, so the host measures how
-long a recording step waited for it (`perf/input_wait_fraction`):
+the train function (`tfguard.hooks.train_function.timed_train_function`)
+also hands back when the step asked for its batch and when the batch was
+there, so the host measures how long a recording step waited for it
+(`perf/input_wait_fraction`):
 input-bound training is seen on every run, without a profiler. Otherwise
 (replicas, `steps_per_execution > 1`) the host pulls each batch so a bad one
 is still in hand, and times the pull.
@@ -52,10 +52,12 @@ import numpy as np
 import tensorflow as tf
 
 from tfguard import tags
+from tfguard.distribute import keras_20585
 from tfguard.firewall.probes import NO_RATIO
 from tfguard.firewall.record import StepRecord, freeze
 from tfguard.firewall.step import HISTOGRAMS, LOGS_KEY, OUTPUT_KEY, RECORDING
-from tfguard.hooks import keras_compat
+from tfguard.hooks import keras_compat, marks
+from tfguard.hooks.train_function import BATCH_TIMES, timed_train_function
 
 
 class EpochTracker(keras.callbacks.Callback):
@@ -98,8 +100,7 @@ def wrap_fit(model: keras.Model, inst):
         inst.begin_fit()
         return method(*bound.args, **bound.kwargs)
 
-    fit._tfguard = True
-    return fit
+    return marks.mark(fit)
 
 
 class Host:
@@ -134,7 +135,7 @@ class Host:
         if function is None:
             model = self.inst.model
             timed = self.inst.in_graph_batch and not model.run_eagerly
-            function = self.functions[kinds] = timed_train_function(model) if timed else self.make()
+            function = self.functions[kinds] = timed_train_function(model, OUTPUT_KEY) if timed else self.make()
         return function
 
     def train_function(self):
@@ -144,7 +145,7 @@ class Host:
         inst.in_graph_batch = (
             model.distribute_strategy.num_replicas_in_sync == 1
             and int(model.steps_per_execution) == 1
-            and not getattr(model, "_tfguard_multi_worker", False)
+            and not keras_20585.enabled(model)
         )
         if inst.in_graph_batch:
 
@@ -182,7 +183,7 @@ class Host:
                     raise StopIteration
                 return outputs
 
-        train_function._tfguard = True
+        marks.mark(train_function)
         train_function.peek_batch = self.peek_batch
         return train_function
 
@@ -333,67 +334,6 @@ class Host:
 
 _UNMOVED = (tags.WEIGHT_NORM, tags.UPDATE_RATIO)  # what an update that was not applied did not change
 _GRADIENT_SIGNALS = (tags.GLOBAL_GRAD_NORM, tags.grad_norm(""), tags.zero_grad_fraction(""))
-
-
-BATCH_TIMES = "_tfguard_batch_times"
-
-
-def timed_train_function(model: keras.Model):
-    """Keras's train function for one replica and one step per call, timing the batch's arrival.
-
-    What Keras builds for that case (`iterator -> logs`: the batch pulled
-    in the graph, the model's `train_step` run by its strategy in a
-    `tf.function`, XLA-compiled when the model says so), with two
-    timestamps around the pull, taken in the outer graph (XLA has no
-    timestamp kernel): when the step asked for its batch and when the batch
-    was there. The host reads them on recording steps
-    (`perf/input_wait_fraction`); an input pipeline that keeps the step
-    waiting shows there, and Python's own overhead does not.
-
-    Example:
-
-    >>> import keras, numpy as np, tensorflow as tf
-    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
-    >>> model.compile(optimizer="sgd", loss="mse")
-    >>> data = tf.data.Dataset.from_tensors((np.ones((4, 2), "float32"), np.ones((4, 1), "float32")))
-    >>> logs = timed_train_function(model)(iter(data))
-    >>> asked, ready = logs[BATCH_TIMES].numpy(); bool(ready >= asked), sorted(logs)[0]
-    (True, '_tfguard_batch_times')
-    """
-    step_function = model.train_step
-    strategy = model.distribute_strategy
-
-    @tf.autograph.experimental.do_not_convert
-    def one_step_on_data(data):
-        data = tf.nest.map_structure(  # as Keras: an Optional in the data stands for None
-            lambda value: None if isinstance(value, tf.experimental.Optional) else value, data)
-        return strategy.run(step_function, args=(data,))
-
-    one_step_on_data = tf.function(one_step_on_data, reduce_retracing=True, jit_compile=model.jit_compile)
-
-    @tf.autograph.experimental.do_not_convert
-    def step_on_iterator(iterator):
-        asked = tf.timestamp()
-        with tf.control_dependencies([asked]):
-            data = iterator.get_next()
-        arrived = [t for t in tf.nest.flatten(data, expand_composites=True) if isinstance(t, tf.Tensor)][:1]
-        with tf.control_dependencies(arrived or [asked]):
-            ready = tf.timestamp()
-        with tf.control_dependencies([ready]):  # the step starts once the time is taken, not before
-            data = tf.nest.map_structure(lambda v: tf.identity(v) if isinstance(v, tf.Tensor) else v, data)
-        return one_step_on_data(data), tf.stack([asked, ready])
-
-    step_on_iterator = tf.function(step_on_iterator, reduce_retracing=True)
-
-    def function(iterator):
-        logs, times = step_on_iterator(iterator)
-        if isinstance(logs, dict) and isinstance(logs.get(OUTPUT_KEY), dict):
-            logs[OUTPUT_KEY][BATCH_TIMES] = times
-        elif isinstance(logs, dict):
-            logs[BATCH_TIMES] = times
-        return logs
-
-    return function
 
 
 def _wait_share(waited: float, began: float, extra: dict, clock) -> float | None:

@@ -49,7 +49,7 @@ from tfguard.firewall.checkpoints import Flag
 from tfguard.firewall.config import DEFAULT_QUARANTINE, GuardConfig
 from tfguard.firewall.policy import Counters, GuardEvent, Violation
 from tfguard.firewall.step import Plan, decide, hold_state
-from tfguard.hooks import context
+from tfguard.hooks import context, keras_compat
 from tfguard.hooks.context import StepContext
 from tfguard.hooks.transaction import Transaction
 
@@ -187,7 +187,7 @@ def _counter(optimizer) -> tf.Variable:
 
 def _gate(optimizer, grads, variables, apply):
     """An update, checked and rolled back by itself when it is bad (see `gate_optimizers`)."""
-    variables = list(variables) if variables is not None else list(optimizer._trainable_variables)
+    variables = list(variables) if variables is not None else keras_compat.optimizer_variables(optimizer)
     if not optimizer.built:
         optimizer.build(variables)
     counter = _counter(optimizer)

@@ -2,8 +2,10 @@
 
 The primitives the firewall, the replay and the signals share. They add no
 op to a graph unless a guarded step (`StepContext`) or a recording
-(`taps.recording`) is active, and they keep the private Keras surface
-tfguard touches in one module (`keras_compat`).
+(`taps.recording`) is active. The private Keras surface tfguard touches is
+in one module (`keras_compat`), the private TensorFlow surface in another
+(`tf_compat`); Keras's train function, rebuilt to time the batch's arrival,
+is `train_function`, and the marker on what tfguard installs is `marks`.
 """
 
 from tfguard.hooks import keras_compat, taps

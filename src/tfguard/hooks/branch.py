@@ -28,9 +28,9 @@ Example:
 from __future__ import annotations
 
 import tensorflow as tf
-from tensorflow.core.framework import attr_value_pb2
 
-_KEEP = attr_value_pb2.AttrValue(b=False)
+from tfguard.hooks import tf_compat
+
 _IF = ("If", "StatelessIf")
 
 
@@ -44,7 +44,7 @@ def rare_cond(pred, true_fn, false_fn):
         while op is not None and op.type not in _IF and op.inputs:
             op = op.inputs[0].op
         if op is not None and op.type in _IF:
-            op._set_attr("_lower_using_switch_merge", _KEEP)
+            tf_compat.keep_functional(op)
             break
     return out
 

@@ -148,7 +148,7 @@ class StepContext:
         if not self.in_step_graph():
             self.nested_updates += 1
             return None
-        variables = list(variables) if variables is not None else list(optimizer._trainable_variables)
+        variables = list(variables) if variables is not None else keras_compat.optimizer_variables(optimizer)
         if not optimizer.built:
             optimizer.build(variables)
         self.transaction.hold(variables)

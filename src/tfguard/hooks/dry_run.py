@@ -13,11 +13,11 @@ worth at a time) and runs the real `apply` only when every flag holds.
 
 The dry run uses the optimizer's backend-neutral methods
 (`BaseOptimizer.assign`, `assign_add`, `assign_sub`, `_backend_update_step`,
-`_apply_weight_decay`), whose writes a `StatelessScope` captures; the
-TensorFlow backend's own versions write `tf.Variable`s directly and would
-escape it. Optimizers it cannot follow (gradient accumulation and an EMA
-that overwrites the weights, both writing inside a `cond`) get `None`: the
-guard holds their state instead.
+`_apply_weight_decay`, through `keras_compat.neutral_writes`), whose writes
+a `StatelessScope` captures; the TensorFlow backend's own versions write
+`tf.Variable`s directly and would escape it. Optimizers it cannot follow
+(gradient accumulation and an EMA that overwrites the weights, both writing
+inside a `cond`) get `None`: the guard holds their state instead.
 
 Example:
 
@@ -33,13 +33,10 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
-
 import keras
 import tensorflow as tf
-from keras.src.optimizers.base_optimizer import BaseOptimizer
 
-_NEUTRAL = ("assign", "assign_add", "assign_sub", "_backend_update_step", "_apply_weight_decay")
+from tfguard.hooks import keras_compat
 
 
 def supports(optimizer) -> bool:
@@ -49,28 +46,6 @@ def supports(optimizer) -> bool:
     if getattr(optimizer, "gradient_accumulation_steps", None):
         return False
     return not (getattr(optimizer, "use_ema", False) and getattr(optimizer, "ema_overwrite_frequency", None))
-
-
-@contextlib.contextmanager
-def _neutral(optimizer, variables):
-    """The optimizer's backend-neutral writes and its own variable keys, on this instance only."""
-    keys = {id(v): optimizer._var_key(v) for v in [*variables, *optimizer.variables]}
-    own_key = type(optimizer)._var_key
-    saved = {name: optimizer.__dict__.get(name) for name in (*_NEUTRAL, "_var_key")}
-    for name in _NEUTRAL:
-        object.__setattr__(optimizer, name, getattr(BaseOptimizer, name).__get__(optimizer))
-    # Inside a StatelessScope a variable assigned once reads back as a tensor, which the
-    # backend's key function cannot name: keys are taken before, by identity.
-    object.__setattr__(optimizer, "_var_key",
-                       lambda v: keys[id(v)] if id(v) in keys else own_key(optimizer, v))
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                object.__delattr__(optimizer, name)
-            else:
-                object.__setattr__(optimizer, name, value)
 
 
 def dry_run(optimizer, grads: list, variables: list, each=None, after=None) -> list[tuple[object, object]] | None:
@@ -100,10 +75,10 @@ def dry_run(optimizer, grads: list, variables: list, each=None, after=None) -> l
     clip = getattr(optimizer, "global_clipnorm", None)
     if clip:
         pairs = [(g, v) for g, v in zip(grads, variables) if g is not None]
-        clipped = iter(optimizer._clip_gradients([g for g, _ in pairs]))
+        clipped = iter(keras_compat.clip_gradients(optimizer, [g for g, _ in pairs]))
         grads = [None if g is None else next(clipped) for g in grads]
     written, seen, previous = [], set(), after
-    with _neutral(optimizer, variables):
+    with keras_compat.neutral_writes(optimizer, variables):
         if clip:  # clipped together above: the per-variable applies must not clip again
             object.__setattr__(optimizer, "global_clipnorm", None)
         try:
@@ -112,7 +87,7 @@ def dry_run(optimizer, grads: list, variables: list, each=None, after=None) -> l
                     continue
                 with tf.control_dependencies([previous] if previous is not None else []), \
                         keras.StatelessScope() as scope:
-                    BaseOptimizer.apply(optimizer, [grad], [variable])
+                    keras_compat.neutral_apply(optimizer, [grad], [variable])
                 mine = []
                 for candidate in [variable, *optimizer.variables]:
                     value = scope.get_current_value(candidate)

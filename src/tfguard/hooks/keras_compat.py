@@ -1,9 +1,12 @@
 """The private Keras surface tfguard still touches, in one place.
 
 Everything else in tfguard uses Keras's public API. What remains here is
-small, named, and checked by `tests/hooks/test_keras_compat.py`, which
-fails loudly when a Keras release changes it (the README's compatibility
-note lists the same items):
+small, named, listed in the README ("Keras and TensorFlow internals tfguard
+still touches") and checked by `tests/hooks/test_keras_surface.py` and
+`tests/hooks/test_keras_compat.py`, which fail naming `keras.__version__`
+and the attribute when a Keras release changes it;
+`tests/test_private_surface.py` fails when a private name is used outside
+this module, `tf_compat` (TensorFlow's) and the keras#20585 workaround:
 
 * `call_has_training_arg(model)`: whether `model.call` takes `training`
   (Keras keeps it as `Model._call_has_training_arg`);
@@ -14,10 +17,34 @@ note lists the same items):
 * `build_before_trace(model, data)`: Keras's own `Trainer._symbolic_build`,
   called with a batch in hand so the optimizer's slots and the compiled
   metrics exist before the step is traced (a first trace that creates
-  variables is traced twice by `tf.function`);
+  variables is traced twice by `tf.function`); a Keras that no longer has
+  it, or whose build leaves them unbuilt, is reported (`KerasSurfaceWarning`);
+* `compute_loss(model, ...)`: `Trainer._compute_loss`, the model's
+  `compute_loss` called with or without `training` as its signature takes it;
+* `optimizer_variables(optimizer)`: the trainable variables an optimizer
+  was built for (`BaseOptimizer._trainable_variables`), what `apply`
+  updates when it is called without them;
+* `learning_rate_setting(optimizer)`: the learning rate as it was set
+  (`BaseOptimizer._learning_rate`: a schedule, a callable or a variable),
+  where the public `learning_rate` is already evaluated;
+* `loss_function_kwargs(loss)`: the keyword arguments a built-in loss
+  class passes to its function (`LossFunctionWrapper._fn_kwargs`:
+  `from_logits`, `ignore_class`, ...);
+* `keras_history(tensor)`, `producer_inputs(tensor)`,
+  `consumers(layer)`: the functional graph of a model
+  (`KerasTensor._keras_history`, `Operation._inbound_nodes`,
+  `Operation._outbound_nodes`);
+* `build_shapes(model)`: the input shapes a subclassed model was built
+  with (`Layer._build_shapes_dict`);
+* `neutral_writes(optimizer, variables)`, `neutral_apply`,
+  `clip_gradients`: an optimizer's backend-neutral update
+  (`keras.src.optimizers.base_optimizer.BaseOptimizer`: `apply`, `assign`,
+  `assign_add`, `assign_sub`, `_backend_update_step`,
+  `_apply_weight_decay`; `Optimizer._var_key`, `Optimizer._clip_gradients`),
+  for `tfguard.hooks.dry_run`;
 * `OPTIMIZER_CLASS`: the class whose `apply` every Keras optimizer of the
   TensorFlow backend inherits (the public `keras.optimizers.Optimizer`);
-  the firewall wraps that one method (`tfguard.firewall.context`).
+  the optimizer door wraps that one method (`tfguard.hooks.context`).
 
 The workaround for keras-team/keras#20585 (fit under
 MultiWorkerMirroredStrategy) lives apart, in `tfguard.distribute.keras_20585`,
@@ -35,11 +62,16 @@ True
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import os
+import warnings
 from pathlib import Path
 
 import keras
+import tensorflow as tf
 from keras.src.backend import config as keras_config
+from keras.src.optimizers.base_optimizer import BaseOptimizer
 
 OPTIMIZER_CLASS = keras.optimizers.Optimizer
 """Every TensorFlow-backend Keras optimizer inherits `apply` from here."""
@@ -78,24 +110,160 @@ def keras_home(at_import: bool = False) -> Path:
     return Path(os.path.expanduser(keras_config.keras_home()))
 
 
+class KerasSurfaceWarning(UserWarning):
+    """A private Keras name tfguard relies on changed: training goes on, the message says what is lost."""
+
+
+def surface_changed(name: str, lost: str) -> KerasSurfaceWarning:
+    """The warning for a private Keras name that is gone or behaves differently.
+
+    Example:
+
+    >>> str(surface_changed("Trainer._symbolic_build", "nothing")).startswith("Keras ")
+    True
+    """
+    return KerasSurfaceWarning(
+        f"Keras {keras.__version__} changed `{name}`, which tfguard relies on (tested with Keras 3.15): {lost}. "
+        "Pin keras==3.15.* or update tfguard.hooks.keras_compat; tests/hooks/test_keras_surface.py shows what changed."
+    )
+
+
+_CANNOT_BUILD = (ValueError, TypeError, RuntimeError, NotImplementedError, AttributeError, LookupError,
+                 tf.errors.OpError)
+"""What Keras's symbolic build raises for a model or batch it cannot build without running it.
+
+A model whose `call` needs real values (`.numpy()`, Python control flow on
+a tensor) gives Keras's own `RuntimeError` ("Unable to automatically build
+the model"), invalid inputs a `ValueError`, a batch spec without a shape
+(an `OptionalSpec` standing for `None`) an `AttributeError`, an op that
+rejects a symbolic shape a `tf.errors.OpError`. Anything else propagates.
+"""
+
+_DOUBLE_TRACE = "the guarded step is traced twice again (its first trace creates the optimizer's variables)"
+
+
 def build_before_trace(model: keras.Model, data) -> bool:
     """Builds the optimizer, compiled loss and metrics outside any trace; whether it did.
 
     Only for a built model that runs Keras's own `train_step` (what Keras
     itself does before tracing under a distribution strategy); a model with
-    its own step, or one Keras cannot build, is left to build in its first
-    trace, as without tfguard.
+    its own step, or one Keras cannot build symbolically (`_CANNOT_BUILD`),
+    is left to build in its first trace, as without tfguard. A Keras whose
+    `Trainer._symbolic_build` is gone, takes no `data_batch`, or leaves the
+    optimizer unbuilt warns (`KerasSurfaceWarning`): the double trace would
+    otherwise come back unnoticed.
     """
     if type(model).train_step is not keras.Model.train_step or not model.built:
         return False
     build = getattr(model, "_symbolic_build", None)
-    if build is None:
+    if build is None or "data_batch" not in inspect.signature(build).parameters:
+        warnings.warn(surface_changed("Trainer._symbolic_build(data_batch=...)", _DOUBLE_TRACE), stacklevel=2)
         return False
     try:
         build(data_batch=data)
-    except Exception:  # noqa: BLE001 - the first trace builds them then, as it would without tfguard
+    except _CANNOT_BUILD:  # the first trace builds them then, as it would without tfguard
+        return False
+    optimizer = getattr(model, "optimizer", None)
+    if optimizer is not None and not optimizer.built:
+        warnings.warn(surface_changed("Trainer._symbolic_build", "it no longer builds the optimizer: " + _DOUBLE_TRACE),
+                      stacklevel=2)
         return False
     return True
+
+
+def compute_loss(model: keras.Model, x, y, y_pred, sample_weight=None, training: bool = True):
+    """`model.compute_loss(...)`, passing `training` only when the override takes it (`Trainer._compute_loss`)."""
+    return model._compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight, training=training)
+
+
+def optimizer_variables(optimizer) -> list:
+    """The trainable variables `optimizer` was built for: what `apply(grads)` updates when given no variables."""
+    return list(optimizer._trainable_variables)
+
+
+def learning_rate_setting(optimizer):
+    """The learning rate as it was set: a `LearningRateSchedule`, a callable, a variable, or `None`.
+
+    The public `optimizer.learning_rate` is the current value (a schedule
+    already evaluated at `iterations`); this is what it is computed from.
+    """
+    return getattr(optimizer, "_learning_rate", None)
+
+
+def loss_function_kwargs(loss) -> dict:
+    """The keyword arguments a built-in loss class passes to its function (`{}` for anything else).
+
+    Example:
+
+    >>> loss_function_kwargs(keras.losses.SparseCategoricalCrossentropy(from_logits=True))["from_logits"]
+    True
+    """
+    return dict(getattr(loss, "_fn_kwargs", None) or {})
+
+
+def keras_history(tensor):
+    """`(operation, node_index, tensor_index)` of a functional model's symbolic tensor, or `None`."""
+    return getattr(tensor, "_keras_history", None)
+
+
+def producer_inputs(tensor) -> list:
+    """The input tensors of the call that produced a symbolic `tensor` (`[]` when it has no history)."""
+    history = keras_history(tensor)
+    if history is None or history.operation is None:
+        return []
+    return list(history.operation._inbound_nodes[history.node_index].input_tensors)
+
+
+def consumers(layer) -> list:
+    """The operations (layers, models) that take `layer`'s outputs in the functional graphs it was called in."""
+    return [node.operation for node in getattr(layer, "_outbound_nodes", [])]
+
+
+def build_shapes(model) -> dict | None:
+    """The input shapes a layer was built with, by `build` argument name, or `None` (never built that way)."""
+    return getattr(model, "_build_shapes_dict", None)
+
+
+NEUTRAL_WRITES = ("assign", "assign_add", "assign_sub", "_backend_update_step", "_apply_weight_decay")
+"""The optimizer methods whose backend-neutral versions write through a `StatelessScope`."""
+
+
+@contextlib.contextmanager
+def neutral_writes(optimizer, variables):
+    """The optimizer's backend-neutral writes and its own variable keys, on this instance only.
+
+    The TensorFlow backend's `assign`, `_backend_update_step`, ... write
+    `tf.Variable`s directly and would escape a `StatelessScope`;
+    `BaseOptimizer`'s route every write through `Variable.assign`, which the
+    scope captures.
+    """
+    keys = {id(v): optimizer._var_key(v) for v in [*variables, *optimizer.variables]}
+    own_key = type(optimizer)._var_key
+    saved = {name: optimizer.__dict__.get(name) for name in (*NEUTRAL_WRITES, "_var_key")}
+    for name in NEUTRAL_WRITES:
+        object.__setattr__(optimizer, name, getattr(BaseOptimizer, name).__get__(optimizer))
+    # Inside a StatelessScope a variable assigned once reads back as a tensor, which the
+    # backend's key function cannot name: keys are taken before, by identity.
+    object.__setattr__(optimizer, "_var_key",
+                       lambda v: keys[id(v)] if id(v) in keys else own_key(optimizer, v))
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                object.__delattr__(optimizer, name)
+            else:
+                object.__setattr__(optimizer, name, value)
+
+
+def neutral_apply(optimizer, grads: list, variables: list) -> None:
+    """`BaseOptimizer.apply`: the backend-neutral update (under `neutral_writes`, captured by a `StatelessScope`)."""
+    BaseOptimizer.apply(optimizer, grads, variables)
+
+
+def clip_gradients(optimizer, grads: list) -> list:
+    """`grads` clipped as the optimizer's `clipnorm` / `clipvalue` / `global_clipnorm` say."""
+    return optimizer._clip_gradients(grads)
 
 
 def optimizers_of(model: keras.Model) -> list:
@@ -118,5 +286,7 @@ def optimizers_of(model: keras.Model) -> list:
     return found
 
 
-__all__ = ["OPTIMIZER_CLASS", "build_before_trace", "call_has_training_arg", "keras_home", "loss_tracker", "nested_layers",
-           "optimizers_of", "unpack"]
+__all__ = ["NEUTRAL_WRITES", "OPTIMIZER_CLASS", "KerasSurfaceWarning", "build_before_trace", "build_shapes",
+           "call_has_training_arg", "clip_gradients", "compute_loss", "consumers", "keras_history", "keras_home",
+           "learning_rate_setting", "loss_function_kwargs", "loss_tracker", "nested_layers", "neutral_apply",
+           "neutral_writes", "optimizer_variables", "optimizers_of", "producer_inputs", "surface_changed", "unpack"]

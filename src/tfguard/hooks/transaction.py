@@ -35,6 +35,7 @@ import dataclasses
 import keras
 import tensorflow as tf
 
+from tfguard.hooks import tf_compat
 from tfguard.hooks.branch import rare_cond
 
 
@@ -164,9 +165,7 @@ class Transaction:
         if not strategy_wide:
             restore_shared(tf.distribute.get_strategy(), reject, values)
             return
-        tf.__internal__.distribute.interim.maybe_merge_call(
-            restore_shared, tf.distribute.get_strategy(), reject, values
-        )
+        tf_compat.merge_call(restore_shared, tf.distribute.get_strategy(), reject, values)
 
 
 def _assign(variable, value):

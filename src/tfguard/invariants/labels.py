@@ -38,8 +38,8 @@ from tfguard.invariants.probe import state_kept
 def _loss(model, x, y, y_pred, sample_weight):
     with tf.GradientTape() as tape:
         tape.watch(y_pred)
-        loss = model._compute_loss(x=x, y=y, y_pred=y_pred, sample_weight=sample_weight,
-                                   training=True)
+        loss = keras_compat.compute_loss(model, x=x, y=y, y_pred=y_pred, sample_weight=sample_weight,
+                                         training=True)
     gradients = tape.gradient(loss, y_pred)
     flat = [np.zeros(p.shape) if g is None else np.asarray(g)
             for p, g in zip(tf.nest.flatten(y_pred), tf.nest.flatten(gradients))]

@@ -32,10 +32,9 @@ import dataclasses
 import re
 
 import tensorflow as tf
-from tensorflow.core.framework import graph_pb2
-from tensorflow.python.framework import op_def_registry
 
 from tfguard.errors import ContractError
+from tfguard.hooks import tf_compat
 
 # ExternalStatePolicy of DatasetToGraphV2: 0 warn, 1 ignore, 2 fail. A pipeline
 # whose map captures a variable or a seed generator has external state; its
@@ -204,7 +203,7 @@ def _const_scalar(node):
 def _arg_names(node) -> list[str]:
     """Names each data input of a node by its op definition (lists expanded)."""
     try:
-        op_def = op_def_registry.get(node.op)
+        op_def = tf_compat.op_def(node.op)
     except Exception:  # noqa: BLE001 - an unregistered op: positional names
         op_def = None
     if op_def is None:
@@ -252,17 +251,10 @@ def _nodes_in(function_names, library):
 def python_function(token: str):
     """The Python callable a `py_function`/`numpy_function` op calls, or `None`.
 
-    Reads TensorFlow's registry of those callables (`script_ops._py_funcs`,
+    Reads TensorFlow's registry of those callables (`tf_compat.python_callable`,
     private: best effort, listed in the README's compatibility note).
     """
-    try:
-        from tensorflow.python.ops import script_ops
-
-        function = script_ops._py_funcs.get(token)
-    except Exception:  # noqa: BLE001 - a private registry: a name, when it answers
-        return None
-    # tf.py_function registers an EagerFunc wrapper; the user's callable is its `_func`.
-    return getattr(function, "_func", function)
+    return tf_compat.python_callable(token)
 
 
 def _random_ops(function_names, library) -> set[str]:
@@ -281,7 +273,7 @@ def _python_calls(function_names, library) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(set(found)))
 
 
-def graph_def_of(ds: tf.data.Dataset) -> graph_pb2.GraphDef:
+def graph_def_of(ds: tf.data.Dataset) -> tf.compat.v1.GraphDef:
     """Serializes a dataset into the `GraphDef` of its pipeline.
 
     Args:
@@ -299,16 +291,16 @@ def graph_def_of(ds: tf.data.Dataset) -> graph_pb2.GraphDef:
             f"Received: ds of type {type(ds).__name__}"
         )
     serialized = tf.raw_ops.DatasetToGraphV2(
-        input_dataset=ds._variant_tensor,
+        input_dataset=tf_compat.variant_tensor(ds),
         external_state_policy=_POLICY_IGNORE,
         strip_device_assignment=True,
     )
-    graph_def = graph_pb2.GraphDef()
+    graph_def = tf.compat.v1.GraphDef()
     graph_def.ParseFromString(serialized.numpy())
     return graph_def
 
 
-def parse_graph_def(graph_def: graph_pb2.GraphDef) -> DatasetGraph:
+def parse_graph_def(graph_def: tf.compat.v1.GraphDef) -> DatasetGraph:
     """Builds the `DatasetGraph` of a serialized pipeline.
 
     Args:

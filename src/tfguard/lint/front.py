@@ -121,7 +121,7 @@ def _front_of_layers(layers) -> tuple[str, Any]:
 def _front_of_graph(tensor) -> tuple[str, Any]:
     """Walks forward from one functional input to the first layers that matter."""
     seen, results = set(), []
-    start = getattr(tensor, "_keras_history", None)
+    start = keras_compat.keras_history(tensor)
     frontier = [start.operation] if start is not None and start.operation else []
     while frontier:
         op = frontier.pop()
@@ -137,8 +137,7 @@ def _front_of_graph(tensor) -> tuple[str, Any]:
         elif kind != "pass":
             results.append((kind, op))
             continue
-        for node in getattr(op, "_outbound_nodes", []):
-            frontier.append(node.operation)
+        frontier.extend(keras_compat.consumers(op))
     for wanted in ("normalized", "ids", "unknown", "raw"):
         for kind, layer in results:
             if kind == wanted:

@@ -35,6 +35,7 @@ import keras
 import numpy as np
 
 from tfguard.errors import ContractError
+from tfguard.hooks import keras_compat
 
 #: Layers and ops that only pass values through (the activation is read behind them).
 TRANSPARENT_LAYERS = frozenset(
@@ -163,7 +164,7 @@ def _last_dim(shape) -> int | None:
 
 def _walk_tensor(tensor, depth: int = 0) -> tuple[str | None, str | None]:
     """Walks back from a symbolic tensor to its activation: (activation, layer name)."""
-    history = getattr(tensor, "_keras_history", None)
+    history = keras_compat.keras_history(tensor)
     op = getattr(history, "operation", None)
     if op is None or depth > 64:
         return None, None
@@ -177,8 +178,7 @@ def _walk_tensor(tensor, depth: int = 0) -> tuple[str | None, str | None]:
     if activation is not None:
         return activation, op.name
     if type(op).__name__ in TRANSPARENT_LAYERS:
-        node = op._inbound_nodes[history.node_index]
-        inputs = node.input_tensors
+        inputs = keras_compat.producer_inputs(tensor)
         if len(inputs) == 1:
             return _walk_tensor(inputs[0], depth + 1)
     return None, None
@@ -219,7 +219,7 @@ def input_shapes(model) -> list[tuple] | None:
         inputs = None
     if inputs:
         return [tuple(t.shape) for t in inputs]
-    shapes = getattr(model, "_build_shapes_dict", None)
+    shapes = keras_compat.build_shapes(model)
     if shapes:
         result = []
         for shape in shapes.values():

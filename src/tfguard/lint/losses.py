@@ -41,6 +41,7 @@ from typing import Any
 import keras
 
 from tfguard.errors import ContractError
+from tfguard.hooks import keras_compat
 
 _KINDS = {
     "categorical_crossentropy": "categorical",
@@ -184,7 +185,7 @@ def resolve_loss(loss: Any) -> LossInfo:
         # A LossFunctionWrapper (every built-in loss class): a function plus kwargs.
         fn = loss.fn
         info = _function_info(fn, cls=type(loss).__name__)
-        kwargs = dict(getattr(loss, "_fn_kwargs", {}) or {})
+        kwargs = keras_compat.loss_function_kwargs(loss)
         from_logits = kwargs.get("from_logits", info.from_logits)
         name = info.name
         if info.kind == "unknown" and type(loss).__name__ == "LossFunctionWrapper":

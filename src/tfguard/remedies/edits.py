@@ -31,6 +31,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfguard.findings import fmt
+from tfguard.hooks import keras_compat
 
 SAMPLE_BATCHES = 64  # batches of a tf.data dataset read for statistics or label values
 
@@ -62,7 +63,7 @@ def learning_rate_of(optimizer) -> float:
     Raises:
         NotApplicable: for a learning-rate schedule.
     """
-    rate = getattr(optimizer, "_learning_rate", None)
+    rate = keras_compat.learning_rate_setting(optimizer)
     if isinstance(rate, keras.optimizers.schedules.LearningRateSchedule) or callable(rate):
         raise NotApplicable(f"{type(optimizer).__name__}'s learning rate is a schedule")
     return float(keras.ops.convert_to_numpy(optimizer.learning_rate))
@@ -173,7 +174,7 @@ def loss_kind(loss) -> tuple[str | None, bool]:
     else:
         name = getattr(loss, "name", None) or getattr(loss, "__name__", None) or type(loss).__name__
     name = str(name).lower().replace("_", "")
-    logits = bool(getattr(loss, "from_logits", False) or getattr(loss, "_fn_kwargs", {}).get("from_logits"))
+    logits = bool(getattr(loss, "from_logits", False) or keras_compat.loss_function_kwargs(loss).get("from_logits"))
     if "sparsecategoricalcrossentropy" in name:
         return "sparse_ce", logits
     if "binarycrossentropy" in name or "binaryfocal" in name:

@@ -43,6 +43,8 @@ from collections.abc import Callable
 
 import tensorflow as tf
 
+from tfguard.hooks import marks
+
 _OPEN: weakref.WeakSet = weakref.WeakSet()
 _ATEXIT_REGISTERED = False
 _LOCK = threading.Lock()
@@ -187,7 +189,7 @@ def wrap_train_function(model, on_error: Callable[[BaseException], None], peek=N
             on_error(error)
             raise
 
-    train_function._tfguard = getattr(inner, "_tfguard", False)
+    marks.mark(train_function, marks.marked(inner))
     if peek_batch is not None:
         train_function.peek_batch = peek_batch
     setattr(train_function, INNER, inner)

@@ -94,6 +94,7 @@ from tfguard.distribute.multiworker import is_chief
 from tfguard.errors import ContractError, SummaryWriteError
 from tfguard.findings import strict_json
 from tfguard.firewall import instrument, instrumentation_of
+from tfguard.hooks import marks
 from tfguard.invariants import watch as invariant_watch
 from tfguard.lint.failure import end_record, failure_record
 from tfguard.summary import hparams as hparams_module
@@ -440,7 +441,7 @@ class Logger(keras.callbacks.Callback):
             check_embedding_source(model, self.embeddings[0])
         # Auto mode peeks only through the instrumented step (a host loop already);
         # Keras's own train function would trace its Python-iterator path once more.
-        pulls_on_host = getattr(model.train_function, "_tfguard", False)
+        pulls_on_host = marks.marked(model.train_function)
         want_images = not self._images_written and (
             (self.images is None and pulls_on_host) or (isinstance(self.images, int) and self.images > 0)
         )

@@ -40,9 +40,9 @@ from tensorboard.plugins.histogram import metadata as histogram_metadata
 from tensorboard.plugins.scalar import metadata as scalar_metadata
 from tensorboard.plugins.text import metadata as text_metadata
 from tensorboard.util import tensor_util
-from tensorflow.python.ops import gen_summary_ops, summary_ops_v2
 
 from tfguard.errors import SummaryWriteError
+from tfguard.hooks import tf_compat
 
 DEFAULT_MAX_QUEUE = 10
 """Events (one per logged step) buffered before a write to disk. TensorFlow's default."""
@@ -130,24 +130,6 @@ def session_start_event(step: int, wall_time: float | None = None) -> event_pb2.
         wall_time=time.time() if wall_time is None else float(wall_time),
         session_log=event_pb2.SessionLog(status=event_pb2.SessionLog.START),
     )
-
-
-def _write_raw(writer, step: int, serialized: bytes) -> None:
-    """Queues one serialized `Summary` in `writer` without flushing.
-
-    `tf.summary.experimental.write_raw_pb` needs the writer as default, and
-    leaving `writer.as_default()` flushes: one flush per logged step would
-    defeat `max_queue` and `flush_millis`. The op it runs is called directly.
-    """
-    resource = getattr(writer, "_resource", None)
-    if resource is None:  # another writer implementation: correct, but flushes
-        with writer.as_default():
-            tf.summary.experimental.write_raw_pb(serialized, step=step)
-        return
-    with tf.device("cpu:0"):
-        gen_summary_ops.write_raw_proto_summary(
-            resource, tf.constant(step, tf.int64), tf.constant(serialized)
-        )
 
 
 class RunWriter:
@@ -255,7 +237,7 @@ class RunWriter:
         if not self._open():
             return False
         try:
-            _write_raw(self._writer, int(step), summary.SerializeToString())
+            tf_compat.write_raw_summary(self._writer, int(step), summary.SerializeToString())
         except WRITE_ERRORS as error:
             self._fail(error, "write")
             return False
@@ -267,13 +249,7 @@ class RunWriter:
             return False
         serialized = event.SerializeToString()
         try:
-            resource = getattr(self._writer, "_resource", None)
-            if resource is None:  # another writer implementation
-                with self._writer.as_default():
-                    summary_ops_v2.import_event(tf.constant(serialized))
-            else:
-                with tf.device("cpu:0"):
-                    gen_summary_ops.import_event(resource, tf.constant(serialized))
+            tf_compat.write_event(self._writer, serialized)
         except WRITE_ERRORS as error:
             self._fail(error, "write")
             return False
