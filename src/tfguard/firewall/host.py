@@ -1,6 +1,5 @@
 """The host loop: the train function Keras calls, around the traces of the guarded step.
 
-
 For each step the host:
 
 1. asks the bus what the step records (nothing, scalars, or scalars and
