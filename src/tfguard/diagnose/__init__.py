@@ -25,6 +25,7 @@ Example:
 from tfguard.diagnose.compare import CompareRow, compare_diagnoses, compare_logdir, render_compare
 from tfguard.diagnose.engine import Diagnosis, diagnose, metric_summary
 from tfguard.diagnose.finding import SEVERITIES, SYMPTOMS, Finding
+from tfguard.diagnose.firewall_log import Violation, violations
 from tfguard.diagnose.normalize import signals_from_runs
 from tfguard.diagnose.offline import diagnose_logdir, load_signals
 from tfguard.diagnose.recorder import SignalRecorder
@@ -50,6 +51,7 @@ __all__ = [
     "SignalRecorder",
     "Signals",
     "Thresholds",
+    "Violation",
     "compare_diagnoses",
     "compare_logdir",
     "diagnose",
@@ -61,6 +63,7 @@ __all__ = [
     "render_terminal",
     "signals_from_runs",
     "to_json",
+    "violations",
     "write_html",
 ]
 

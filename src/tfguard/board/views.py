@@ -1,0 +1,143 @@
+"""What the tab's routes answer: the diagnoses as the JSON of `tfguard diagnose --json`, and more.
+
+Each run is the run of the `tfguard.report/1` document (`to_json`: status,
+hparams, metrics, findings root cause first with evidence, layer, onset
+and fix), plus what the HTML report adds: a one-line headline in the
+words of the terminal report, the firewall's violations with their
+quarantine folder and replay result (`violations`), and the tried fixes of
+`tfguard run --try-fixes` read from the `report.json` files of the logdir.
+The ranking is `compare_diagnoses`'s, by the first of `SORT_KEYS` that a run has.
+
+Example:
+
+>>> from tfguard.diagnose import Signals, diagnose
+>>> d = diagnose(Signals.from_arrays({"train/loss": (None, [1.0, float("nan")])}, run="a"))
+>>> view = run_view(d)
+>>> view["run"], view["kind"], view["symptoms"][0]["id"]
+('a', 'error', 'nonfinite')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+
+from tfguard.diagnose import Diagnosis, compare_diagnoses, to_json, violations
+from tfguard.findings import strict_json
+
+MAX_VIOLATIONS = 200
+"""The most violations one run's answer lists (the count says how many there were)."""
+
+SORT_KEYS = ("val/accuracy", "val/loss", "train/accuracy", "train/loss")
+"""The ranking metric: the first of these that some run logged."""
+
+_SEVERITIES = ("error", "warning", "info")
+
+
+def headline(d: Diagnosis) -> tuple[str, str]:
+    """`(kind, text)`: how the run ended or what was found, in the terminal report's words.
+
+    `kind` is `healthy`, a severity (`error`, `warning`, `info`) or a state
+    that is not `completed` (`failed`, `out_of_memory`, `aborted`,
+    `no_evidence`, `little_evidence`).
+
+    Example:
+
+    >>> from tfguard.diagnose import Diagnosis
+    >>> headline(Diagnosis(run="a"))
+    ('healthy', 'healthy: no symptom found')
+    """
+    state = d.status.get("state", "completed")
+    if state != "completed":
+        return state, str(d.status.get("text", state))
+    if d.worst is None:
+        return "healthy", "healthy: no symptom found"
+    counts = {s: sum(1 for f in d.findings if f.severity == s) for s in _SEVERITIES}
+    return d.worst, ", ".join(f"{n} {s}{'s' if n > 1 else ''}" for s, n in counts.items() if n)
+
+
+def _violations(d: Diagnosis) -> tuple[list[dict], int]:
+    if d.signals is None:
+        return [], 0
+    found = violations(d.signals)
+    rows = []
+    for v in found[:MAX_VIOLATIONS]:
+        row = dataclasses.asdict(v)
+        row["failed"] = list(v.failed)
+        row["values"] = v.counts_text()
+        rows.append(strict_json(row))
+    return rows, len(found)
+
+
+def run_view(d: Diagnosis, *, updated: float | None = None, now: float | None = None) -> dict:
+    """One run as the tab shows it: the `tfguard.report/1` run, its headline and its violations.
+
+    Args:
+        d: the run's diagnosis.
+        updated: when its newest event file was written (seconds since the
+            epoch). Defaults to `None` (unknown).
+        now: the time to measure the age of its last write from. Defaults to
+            `None` (`time.time()`).
+
+    Returns:
+        The run of `to_json`, plus `kind`, `headline`, `violations`
+        (at most `MAX_VIOLATIONS`), `violation_count`, `updated` (the
+        mtime of its newest event file) and `age_s` (seconds since).
+    """
+    (view,) = to_json([d])["runs"]
+    view["kind"], view["headline"] = headline(d)
+    view["violations"], view["violation_count"] = _violations(d)
+    view["updated"] = updated
+    now = time.time() if now is None else now
+    view["age_s"] = None if view["updated"] is None else max(0.0, now - view["updated"])
+    return view
+
+
+def sort_key(diagnoses: list[Diagnosis]) -> str:
+    """The first of `SORT_KEYS` that some run logged (`val/accuracy` when none did)."""
+    for key in SORT_KEYS:
+        if any(key in d.metrics for d in diagnoses):
+            return key
+    return SORT_KEYS[0]
+
+
+def ranking(diagnoses: list[Diagnosis], sort_by: str | None = None) -> dict:
+    """The ranked comparison of `tfguard compare`: `{"sort_by", "rows"}`, one row per run, best first."""
+    sort_by = sort_by or sort_key(diagnoses)
+    rows = []
+    for row in compare_diagnoses(diagnoses, sort_by=sort_by):
+        item = row.to_dict()
+        item["summary"] = row.summary()
+        rows.append(item)
+    return {"sort_by": sort_by, "rows": strict_json(rows)}
+
+
+def trials(logdir: str) -> list[dict]:
+    """The tried fixes found in the logdir: each `report.json` (at its top or one folder down) with `trials`.
+
+    Returns:
+        `{"report": path relative to the logdir, "runs": [original run names],
+        "trials": [...]}` per report, as `tfguard run --try-fixes` wrote it.
+    """
+    found = []
+    candidates = [os.path.join(logdir, "report.json")]
+    try:
+        candidates += [os.path.join(e.path, "report.json") for e in os.scandir(logdir) if e.is_dir()]
+    except OSError:
+        return []
+    for path in sorted(candidates):
+        try:
+            with open(path, encoding="utf-8") as f:
+                doc = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if isinstance(doc, dict) and isinstance(doc.get("trials"), list) and doc["trials"]:
+            found.append({"report": os.path.relpath(path, logdir),
+                          "runs": [r.get("run") for r in doc.get("runs", []) if isinstance(r, dict)],
+                          "trials": doc["trials"]})
+    return found
+
+
+__all__ = ["MAX_VIOLATIONS", "SORT_KEYS", "headline", "ranking", "run_view", "sort_key", "trials"]
