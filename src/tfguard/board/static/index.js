@@ -25,6 +25,11 @@ function add(parent, ...children) {
   return parent;
 }
 
+function child(parent, node) {
+  parent.appendChild(node);
+  return node;
+}
+
 function fmt(value) {
   if (value === null || value === undefined) return '-';
   if (typeof value === 'number') {
@@ -43,7 +48,7 @@ function onsetText(f) {
 
 function table(head, rows, cls) {
   const t = el('table', cls);
-  const tr = add(t, el('thead')).appendChild(el('tr'));
+  const tr = child(child(t, el('thead')), el('tr'));
   for (const h of head) tr.appendChild(el('th', null, h));
   const body = t.appendChild(el('tbody'));
   for (const row of rows) {
@@ -63,14 +68,14 @@ function badge(kind, text) {
 
 function findingItem(f, causes) {
   const item = el('li', `finding sev-${f.severity}`);
-  const head = add(item, el('div', 'finding-head'));
+  const head = child(item, el('div', 'finding-head'));
   add(head, badge(f.severity, f.severity), el('span', 'symptom', f.id));
   if (f.cause) {
     head.appendChild(el('span', 'caused-by', `caused by ${f.cause[0]}${f.cause[1] ? ` (${f.cause[1]})` : ''}`));
   } else if (causes.has(f.id)) {
     head.appendChild(el('span', 'root-cause', 'root cause'));
   }
-  const facts = add(item, el('div', 'facts'));
+  const facts = child(item, el('div', 'facts'));
   add(facts, el('span', 'where', `layer: ${f.where || '-'}`), el('span', 'onset', `onset: ${onsetText(f)}`));
   item.appendChild(el('p', 'message', f.message));
   if (f.suggestion) item.appendChild(el('p', 'fix', `fix: ${f.suggestion}`));
@@ -142,7 +147,7 @@ function firewall(run) {
 function runSection(run) {
   const section = el('section', `run kind-${run.kind}`);
   section.id = 'run-' + encodeURIComponent(run.run);
-  const head = add(section, el('div', 'run-head'));
+  const head = child(section, el('div', 'run-head'));
   add(head, el('h2', 'run-name', run.run), badge(run.kind, run.headline), el('span', 'source', run.source));
   if (run.age_s !== null && run.age_s < LIVE_S) {
     head.appendChild(el('span', 'live', `being written: last write ${Math.round(run.age_s)} s ago, showing what is known so far`));
@@ -152,11 +157,11 @@ function runSection(run) {
   const metrics = Object.entries(run.metrics || {});
   if (metrics.length) {
     section.appendChild(el('p', 'metrics', metrics.map(([tag, m]) => `${tag} final ${fmt(m.final)}`
-      + (m.best === null ? '' : `, best ${fmt(m.best)}` + (m.best_epoch === null ? '' : ` @ epoch ${m.best_epoch}`))).join('   ')));
+      + (m.best === null ? '' : `, best ${fmt(m.best)}` + (m.best_epoch === null ? '' : ` @ epoch ${m.best_epoch}`))).join(' · ')));
   }
   if (run.symptoms.length) {
     const causes = new Set(run.symptoms.filter((f) => f.cause).map((f) => f.cause[0]));
-    const list = add(section, el('ol', 'findings'));
+    const list = child(section, el('ol', 'findings'));
     for (const f of run.symptoms) list.appendChild(findingItem(f, causes));
   }
   if (run.violations.length) section.appendChild(firewall(run));
@@ -175,7 +180,7 @@ function rankingSection(ranking) {
   const rows = ranking.rows.map((r) => {
     const link = el('a', null, r.run);
     link.href = '#run-' + encodeURIComponent(r.run);
-    return [r.rank, link, ...differ.map((n) => r.hparams[n]), r.sort_value, badge(r.worst || (r.summary === 'healthy' ? 'healthy' : r.state), r.summary)];
+    return [r.rank, link, ...differ.map((n) => r.hparams[n]), r.sort_value, badge(r.state !== 'completed' ? r.state : (r.worst || 'healthy'), r.summary)];
   });
   section.appendChild(table(['#', 'run', ...differ, `best ${ranking.sort_by}`, 'findings'], rows, 'compare'));
   return section;
@@ -192,7 +197,7 @@ function trialsSection(report) {
 
 function draw(root, doc) {
   const page = el('div', 'page');
-  const header = add(page, el('header'));
+  const header = child(page, el('header'));
   header.appendChild(el('h1', null, 'tfguard'));
   const healthy = doc.runs.filter((r) => r.kind === 'healthy').length;
   header.appendChild(el('p', 'summary', `${doc.runs.length} run(s) in ${doc.logdir}: ${healthy} healthy · answered in ${doc.seconds} s · ${new Date().toLocaleTimeString()}`));
