@@ -14,7 +14,7 @@ Example:
 >>> d = diagnose(Signals.from_arrays({"train/loss": (None, [1.0, float("nan")])}, run="a"))
 >>> view = run_view(d)
 >>> view["run"], view["kind"], view["symptoms"][0]["id"]
-('a', 'error', 'nonfinite')
+('a', 'little_evidence', 'nonfinite')
 """
 
 from __future__ import annotations
