@@ -7,7 +7,8 @@
 //
 // Reloading: TensorBoard does not tell an iframe plugin about its reload button, so the tab
 // watches the button (same origin) and asks again when a reload ends, which covers the
-// button and TensorBoard's auto-reload; it also asks again every REFRESH_MS while visible.
+// button and TensorBoard's auto-reload; opened on its own (no TensorBoard around it), it
+// asks again every REFRESH_MS while visible.
 
 const REFRESH_MS = 30000;
 const LIVE_S = 120; // a run written to within this many seconds is "being written"
@@ -227,9 +228,11 @@ async function refresh(root) {
 }
 
 function hearReload(root) {
+  // TensorBoard's reload button (class "reload-button") has the class "loading" while the
+  // plugins listing is fetched again, after a click or on auto-reload: ask again when it ends.
   try {
     const doc = window.parent && window.parent !== window ? window.parent.document : null;
-    if (!doc) return;
+    if (!doc || !doc.body) return false;
     new MutationObserver((changes) => {
       for (const change of changes) {
         const t = change.target;
@@ -240,8 +243,9 @@ function hearReload(root) {
         }
       }
     }).observe(doc.body, {subtree: true, attributes: true, attributeFilter: ['class'], attributeOldValue: true});
+    return true;
   } catch (error) {
-    // another origin: the periodic refresh still runs
+    return false; // another origin: fall back to asking every REFRESH_MS
   }
 }
 
@@ -251,7 +255,8 @@ export async function render() {
   style.href = 'style.css';
   document.head.appendChild(style);
   const root = document.body.appendChild(el('main', 'tfguard', 'Reading the event files…'));
-  hearReload(root);
-  setInterval(() => { if (document.visibilityState === 'visible') refresh(root); }, REFRESH_MS);
+  if (!hearReload(root)) {
+    setInterval(() => { if (document.visibilityState === 'visible') refresh(root); }, REFRESH_MS);
+  }
   await refresh(root);
 }
