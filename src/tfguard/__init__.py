@@ -62,6 +62,9 @@ _LAZY = {
     "run_script": "tfguard.attach",
     "remedies": "tfguard.remedies",
     "try_fixes": "tfguard.remedies",
+    # the TensorBoard tab (registered through the tensorboard_plugins entry point)
+    "board": "tfguard.board",
+    "TfguardPlugin": "tfguard.board",
     # the whole road
     "pipeline": "tfguard.pipeline",
     "doctor": "tfguard.doctor",

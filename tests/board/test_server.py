@@ -84,6 +84,10 @@ def test_guarded_run_lists_its_violations_with_quarantine_folders_and_replay(ans
         assert v["replay"] and "hidden" in v["replay"]
         assert v["values"].startswith("8 NaN")
     assert [v["batch"] for v in run["violations"]] == [1, 5, 9, 13]
+    loss = run["loss"]  # the curve the timeline draws them on
+    assert loss["tag"] == "batch/loss" and len(loss["steps"]) == len(loss["values"]) > 4
+    assert loss["steps"][0] <= run["violations"][0]["step"] <= run["violations"][-1]["step"] <= loss["steps"][-1]
+    assert answer[1][RUNS["healthy"]]["loss"] is None  # no violation, no timeline
 
 
 def test_several_runs_are_ranked(answer):

@@ -24,11 +24,15 @@ import json
 import os
 import time
 
+from tfguard import tags
 from tfguard.diagnose import Diagnosis, compare_diagnoses, to_json, violations
 from tfguard.findings import strict_json
 
 MAX_VIOLATIONS = 200
 """The most violations one run's answer lists (the count says how many there were)."""
+
+MAX_CURVE_POINTS = 400
+"""The most points of the loss drawn under a run's violations (evenly strided, the last kept)."""
 
 SORT_KEYS = ("val/accuracy", "val/loss", "train/accuracy", "train/loss")
 """The ranking metric: the first of these that some run logged."""
@@ -71,6 +75,36 @@ def _violations(d: Diagnosis) -> tuple[list[dict], int]:
     return rows, len(found)
 
 
+def loss_curve(d: Diagnosis) -> dict | None:
+    """The loss the violations are drawn on (per batch, else per epoch), as the HTML report draws it.
+
+    Returns:
+        `{"tag", "steps", "values"}` with at most `MAX_CURVE_POINTS` points
+        (non-finite values as `"NaN"` / `"Infinity"`), or `None` when the
+        run has no loss with known steps.
+
+    Example:
+
+    >>> from tfguard.diagnose import Signals, diagnose
+    >>> d = diagnose(Signals.from_arrays({"batch/loss": ([1, 2, 3], [0.9, float("nan"), 0.7])}))
+    >>> loss_curve(d)
+    {'tag': 'batch/loss', 'steps': [1, 2, 3], 'values': [0.9, 'NaN', 0.7]}
+    """
+    if d.signals is None:
+        return None
+    for tag in (tags.batch("loss"), tags.train("loss")):
+        series = d.signals.series(tag)
+        if series is None or not series.has_steps:
+            continue
+        stride = max(1, -(-len(series) // MAX_CURVE_POINTS))
+        index = list(range(0, len(series), stride))
+        if index[-1] != len(series) - 1:
+            index.append(len(series) - 1)
+        return strict_json({"tag": tag, "steps": [int(series.steps[i]) for i in index],
+                            "values": [float(series.values[i]) for i in index]})
+    return None
+
+
 def run_view(d: Diagnosis, *, updated: float | None = None, now: float | None = None) -> dict:
     """One run as the tab shows it: the `tfguard.report/1` run, its headline and its violations.
 
@@ -83,12 +117,14 @@ def run_view(d: Diagnosis, *, updated: float | None = None, now: float | None = 
 
     Returns:
         The run of `to_json`, plus `kind`, `headline`, `violations`
-        (at most `MAX_VIOLATIONS`), `violation_count`, `updated` (the
+        (at most `MAX_VIOLATIONS`), `violation_count`, `loss` (the curve
+        the violations are drawn on, `loss_curve`), `updated` (the
         mtime of its newest event file) and `age_s` (seconds since).
     """
     (view,) = to_json([d])["runs"]
     view["kind"], view["headline"] = headline(d)
     view["violations"], view["violation_count"] = _violations(d)
+    view["loss"] = loss_curve(d) if view["violations"] else None
     view["updated"] = updated
     now = time.time() if now is None else now
     view["age_s"] = None if view["updated"] is None else max(0.0, now - view["updated"])
@@ -140,4 +176,5 @@ def trials(logdir: str) -> list[dict]:
     return found
 
 
-__all__ = ["MAX_VIOLATIONS", "SORT_KEYS", "headline", "ranking", "run_view", "sort_key", "trials"]
+__all__ = ["MAX_CURVE_POINTS", "MAX_VIOLATIONS", "SORT_KEYS", "headline", "loss_curve", "ranking", "run_view",
+           "sort_key", "trials"]

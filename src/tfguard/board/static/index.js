@@ -87,38 +87,45 @@ function findingItem(f, causes) {
   return item;
 }
 
-function timeline(violations) {
-  const width = 640, height = 36, pad = 10;
-  const steps = violations.map((v) => Number(v.step)).filter((s) => Number.isFinite(s));
+function svg(tag, attributes, parent) {
+  const node = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attributes)) node.setAttribute(k, v);
+  if (parent) parent.appendChild(node);
+  return node;
+}
+
+function timeline(violations, loss) {
+  // The loss over steps (as the HTML report draws it), each flagged step a red band and a mark.
+  const width = 640, height = 120, pad = 12, markY = height - 22, top = 8, bottom = height - 34;
+  const lossSteps = loss ? loss.steps : [];
+  const steps = [...lossSteps, ...violations.map((v) => Number(v.step))].filter(Number.isFinite);
   const lo = Math.min(...steps), hi = Math.max(...steps);
-  const svg = document.createElementNS(SVG, 'svg');
-  svg.setAttribute('viewBox', `0 0 ${width} ${height}`);
-  svg.setAttribute('class', 'timeline');
-  const axis = document.createElementNS(SVG, 'line');
-  for (const [k, v] of [['x1', pad], ['x2', width - pad], ['y1', height - 10], ['y2', height - 10]]) axis.setAttribute(k, v);
-  axis.setAttribute('class', 'axis');
-  svg.appendChild(axis);
+  const x = (step) => (hi > lo ? pad + ((step - lo) / (hi - lo)) * (width - 2 * pad) : width / 2);
+  const chart = svg('svg', {viewBox: `0 0 ${width} ${height}`, class: 'timeline'});
+  svg('line', {x1: pad, x2: width - pad, y1: markY + 8, y2: markY + 8, class: 'axis'}, chart);
   for (const v of violations) {
-    const x = hi > lo ? pad + ((v.step - lo) / (hi - lo)) * (width - 2 * pad) : width / 2;
-    const mark = document.createElementNS(SVG, 'circle');
-    mark.setAttribute('cx', x);
-    mark.setAttribute('cy', height - 20);
-    mark.setAttribute('r', 5);
-    mark.setAttribute('class', `mark action-${v.action || 'none'}`);
-    const title = document.createElementNS(SVG, 'title');
+    svg('rect', {x: x(v.step) - 1.5, y: top, width: 3, height: bottom - top, class: 'band'}, chart);
+  }
+  const finite = loss ? loss.values.map((v, i) => [lossSteps[i], v]).filter(([, v]) => typeof v === 'number') : [];
+  if (finite.length > 1) {
+    const ys = finite.map(([, v]) => v);
+    const ylo = Math.min(...ys), yhi = Math.max(...ys);
+    const y = (v) => (yhi > ylo ? bottom - ((v - ylo) / (yhi - ylo)) * (bottom - top) : (top + bottom) / 2);
+    svg('polyline', {points: finite.map(([s, v]) => `${x(s).toFixed(1)},${y(v).toFixed(1)}`).join(' '),
+      class: 'loss'}, chart);
+    const label = svg('text', {x: pad, y: top + 8}, chart);
+    label.textContent = `${loss.tag} ${fmt(yhi)} … ${fmt(ylo)}`;
+  }
+  for (const v of violations) {
+    const mark = svg('circle', {cx: x(v.step), cy: markY, r: 5, class: `mark action-${v.action || 'none'}`}, chart);
+    const title = svg('title', {}, mark);
     title.textContent = `step ${v.step}: ${v.checkpoint} · ${v.where} (${v.action})`;
-    mark.appendChild(title);
-    svg.appendChild(mark);
   }
-  for (const [x, label, anchor] of [[pad, lo, 'start'], [width - pad, hi, 'end']]) {
-    const text = document.createElementNS(SVG, 'text');
-    text.setAttribute('x', x);
-    text.setAttribute('y', height - 1);
-    text.setAttribute('text-anchor', anchor);
+  for (const [at, label, anchor] of [[pad, lo, 'start'], [width - pad, hi, 'end']]) {
+    const text = svg('text', {x: at, y: height - 1, 'text-anchor': anchor}, chart);
     text.textContent = `step ${label}`;
-    svg.appendChild(text);
   }
-  return svg;
+  return chart;
 }
 
 const DONE = {skipped: 'skipped: update not applied', warned: 'warned: update applied', raised: 'raised: training stopped'};
@@ -129,7 +136,7 @@ function firewall(run) {
   box.appendChild(el('h3', null, 'Firewall'));
   box.appendChild(el('p', null, `${run.violation_count} violation(s) recorded` + (actions.length ? ` (${actions.join(', ')})` : '')
     + (run.violation_count > run.violations.length ? `; the first ${run.violations.length} are listed` : '')));
-  box.appendChild(timeline(run.violations));
+  box.appendChild(timeline(run.violations, run.loss));
   const rows = run.violations.map((v) => [
     v.step,
     v.batch === null ? '-' : `batch ${v.batch}` + (v.epoch === null ? '' : ` (epoch ${v.epoch})`),
