@@ -16,6 +16,7 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import json  # noqa: E402
+import sys  # noqa: E402
 import urllib.error  # noqa: E402
 import urllib.request  # noqa: E402
 
@@ -85,6 +86,12 @@ def tensorboard(board_logdir):
     It is the `tensorboard` command beside the running interpreter, so the
     tab comes from the installed package's entry point, as a user gets it.
     """
+    from importlib.metadata import entry_points
+
+    if "tfguard" not in {e.name for e in entry_points(group="tensorboard_plugins")}:
+        pytest.fail("tfguard's `tensorboard_plugins` entry point is not installed in this environment "
+                    f"({sys.prefix}); expected the package installed with its metadata. Run "
+                    "`pip install --no-deps -e .` in the repository (`make test` does).")
     with serve(board_logdir) as base:
         poll(lambda: get(base + "/data/plugins_listing", timeout=5)[0] == 200, "its plugins listing")
         yield base
