@@ -54,6 +54,7 @@ def test_violations_are_drawn_on_a_timeline_with_their_quarantine(dom):
     section = _section(dom, RUNS["guarded"])
     assert section.count('<circle') == 4 and section.count('class="band"') == 4
     assert section.count('<polyline') == 1 and "skipped: update not applied" in section
+    assert 'class="live"' not in section  # its Logger wrote how it ended: not "being written"
     assert "/quarantine/" in section and "First non-finite layer on replay" in section
 
 

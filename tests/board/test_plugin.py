@@ -76,6 +76,9 @@ def test_a_run_that_grows_is_read_again_alone_and_shows_what_is_known_so_far(log
     now = {d.run: d for d in plugin.cache.diagnoses()}
     assert all(now[run] is kept[run] for run in kept if run != RUNS["healthy"])  # not diagnosed again
     assert after[RUNS["healthy"]]["age_s"] < 60  # its file was just written
+    assert after[RUNS["healthy"]]["ended"] is False  # and no end was logged: the tab says "being written"
+    assert after[RUNS["guarded"]]["ended"] is True  # tfguard's Logger logged its end
+    assert after[RUNS["stock"]]["ended"] is None  # Keras's callback never says
 
 
 def test_a_removed_run_leaves_and_a_new_one_comes(logdir):

@@ -118,14 +118,18 @@ def run_view(d: Diagnosis, *, updated: float | None = None, now: float | None = 
     Returns:
         The run of `to_json`, plus `kind`, `headline`, `violations`
         (at most `MAX_VIOLATIONS`), `violation_count`, `loss` (the curve
-        the violations are drawn on, `loss_curve`), `updated` (the
-        mtime of its newest event file) and `age_s` (seconds since).
+        the violations are drawn on, `loss_curve`), `ended` (True when
+        tfguard's Logger wrote how the run ended, False when it has not
+        yet, `None` for logs that never say: Keras's callback), `updated`
+        (the mtime of its newest event file) and `age_s` (seconds since).
     """
     (view,) = to_json([d])["runs"]
     view["kind"], view["headline"] = headline(d)
     view["violations"], view["violation_count"] = _violations(d)
     view["loss"] = loss_curve(d) if view["violations"] else None
     view["updated"] = updated
+    ended = getattr(d.signals, "status", None) is not None if d.signals is not None else False
+    view["ended"] = True if ended else (False if d.source == "tfguard" else None)
     now = time.time() if now is None else now
     view["age_s"] = None if view["updated"] is None else max(0.0, now - view["updated"])
     return view

@@ -11,7 +11,7 @@
 // asks again every REFRESH_MS while visible.
 
 const REFRESH_MS = 30000;
-const LIVE_S = 120; // a run written to within this many seconds is "being written"
+const LIVE_S = 120; // a run not ended and written to within this many seconds is "being written"
 const SVG = 'http://www.w3.org/2000/svg';
 
 function el(tag, cls, text) {
@@ -157,7 +157,7 @@ function runSection(run) {
   section.id = 'run-' + encodeURIComponent(run.run);
   const head = child(section, el('div', 'run-head'));
   add(head, el('h2', 'run-name', run.run), badge(run.kind, run.headline), el('span', 'source', run.source));
-  if (run.age_s !== null && run.age_s < LIVE_S) {
+  if (run.age_s !== null && run.age_s < LIVE_S && run.ended !== true) {
     head.appendChild(el('span', 'live', `being written: last write ${Math.round(run.age_s)} s ago, showing what is known so far`));
   }
   const hparams = Object.entries(run.hparams || {});
