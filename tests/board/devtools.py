@@ -23,7 +23,12 @@ import subprocess
 import tempfile
 import time
 
-CHROMIUM = "/usr/bin/chromium"
+try:  # the report tests' Chromium helpers (main moved them to tests/diagnose/report/)
+    from tests.diagnose.report.test_reports import CHROMIUM, Elements, chromium, needs_chromium
+except ModuleNotFoundError:
+    from tests.diagnose.test_reports import CHROMIUM, Elements, chromium, needs_chromium
+
+__all__ = ["CHROMIUM", "DevTools", "Elements", "chromium", "needs_chromium"]
 
 
 class DevTools:

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from ..diagnose.test_reports import Elements, chromium, needs_chromium
 from .conftest import HOSTILE_HPARAM, HOSTILE_RUN, RUNS
+from .devtools import Elements, chromium, needs_chromium
 
 pytestmark = [pytest.mark.slow, needs_chromium]
 

@@ -11,10 +11,9 @@ import pytest
 from tests.summary.tensorboard_server import poll, serve
 from tfguard.events.records import frame_record
 
-from ..diagnose.test_reports import needs_chromium
 from ..events.eventdata import scalar_event
 from .conftest import RUNS, get
-from .devtools import DevTools
+from .devtools import DevTools, needs_chromium
 
 pytestmark = [pytest.mark.slow, needs_chromium]
 

@@ -11,8 +11,8 @@ from tensorboard.plugins import base_plugin
 
 from tfguard.board import TfguardPlugin
 
-from ..diagnose.test_reports import chromium, needs_chromium
 from ..remedies.test_cli_try_fixes import SCRIPT
+from .devtools import chromium, needs_chromium
 
 pytestmark = pytest.mark.slow
 
