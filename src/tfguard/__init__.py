@@ -65,6 +65,9 @@ _LAZY = {
     # following running jobs
     "watch": "tfguard.watch",
     "watch_logdir": "tfguard.watch",
+    # the TensorBoard tab (registered through the tensorboard_plugins entry point)
+    "board": "tfguard.board",
+    "TfguardPlugin": "tfguard.board",
     # the whole road
     "pipeline": "tfguard.pipeline",
     "doctor": "tfguard.doctor",
@@ -72,7 +75,7 @@ _LAZY = {
 }
 
 _SUBMODULES = {"checks", "summary", "events", "diagnose", "lint", "attach", "pipeline", "doctor",
-               "remedies", "invariants", "watch"}
+               "remedies", "invariants", "watch", "board"}
 
 __all__ = [
     "ContractError",

@@ -35,6 +35,7 @@ from tfguard.diagnose.inputs.logdir import load_signals
 from tfguard.diagnose.inputs.normalize import signals_from_runs
 from tfguard.diagnose.inputs.recorder import SignalRecorder
 from tfguard.diagnose.inputs.signals import MissingSignals, Series, Signals
+from tfguard.diagnose.inputs.violations import Violation, violations
 from tfguard.diagnose.offline import diagnose_logdir
 from tfguard.diagnose.report.compare.rank import (
     CompareRow,
@@ -63,6 +64,7 @@ __all__ = [
     "SignalRecorder",
     "Signals",
     "Thresholds",
+    "Violation",
     "compare_diagnoses",
     "compare_logdir",
     "diagnose",
@@ -74,6 +76,7 @@ __all__ = [
     "render_terminal",
     "signals_from_runs",
     "to_json",
+    "violations",
     "write_html",
 ]
 
