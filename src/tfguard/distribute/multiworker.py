@@ -48,6 +48,7 @@ import tensorflow as tf
 
 from tfguard.distribute.keras_20585 import enable_multi_worker
 from tfguard.errors import ContractError, WorkerLostError
+from tfguard.optimizer_state import model_step
 
 TASK_TYPES = ("chief", "worker")
 """The task types that train (MWMS has no parameter servers)."""
@@ -457,11 +458,8 @@ def _step_of(model) -> int | None:
     completed = getattr(model, COMPLETED_STEP, None)
     if completed is not None and completed() is not None:
         return int(completed())
-    optimizer = getattr(model, "optimizer", None)
-    if optimizer is None:
-        return None
     try:
-        return int(keras.ops.convert_to_numpy(optimizer.iterations))
+        return model_step(model, default=None)
     except Exception:  # the step is a courtesy in the message; the error stands without it
         return None
 

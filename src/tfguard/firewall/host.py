@@ -52,7 +52,7 @@ import tensorflow as tf
 from tfguard import tags
 from tfguard.firewall.probes import NO_RATIO
 from tfguard.firewall.record import StepRecord, freeze
-from tfguard.firewall.step import HISTOGRAMS, LOGS_KEY, OUTPUT_KEY, RECORDING
+from tfguard.firewall.step import HISTOGRAMS, LOGS_KEY, OUTPUT_KEY, RECORDING, step_after
 from tfguard.hooks import keras_compat
 
 
@@ -274,12 +274,7 @@ class Host:
         inst.last_batch_size = _batch_size(data)
         self._hand_batch(data)
         plan = inst.plan
-        if "iterations" in extra:
-            step = int(extra["iterations"])
-            moved = step != start
-        else:  # no optimizer update seen: the batches are the steps
-            moved = float(extra.get("applied", 1.0)) > 0
-            step = start + int(moved)
+        step, moved = step_after(extra, start)
         inst.host_step = step
         applied = float(extra.get("applied", 1.0)) > 0
         if "failures" in extra:

@@ -94,6 +94,7 @@ from tfguard.findings import strict_json
 from tfguard.firewall import instrument, instrumentation_of
 from tfguard.invariants import watch as invariant_watch
 from tfguard.lint.failure import end_record, failure_record
+from tfguard.optimizer_state import model_step
 from tfguard.summary import hparams as hparams_module
 from tfguard.summary import lifecycle, runinfo
 from tfguard.summary.first_batch import peek_first_batch
@@ -593,12 +594,7 @@ class Logger(keras.callbacks.Callback):
 
     # -- helpers -------------------------------------------------------------------
     def _read_step(self) -> int:
-        if self._inst is not None:
-            return self._inst.global_step()
-        optimizer = getattr(self.model, "optimizer", None)
-        if optimizer is None:
-            return 0
-        return int(keras.ops.convert_to_numpy(optimizer.iterations))
+        return self._inst.global_step() if self._inst is not None else model_step(self.model)
 
     def _mark_speed(self) -> None:
         """Steps per second count from here: after the fit's first steps (their traces compiled)."""
