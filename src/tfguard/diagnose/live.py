@@ -45,8 +45,8 @@ from tfguard.findings import strict_json
 from tfguard.firewall import instrument as instrument_model
 from tfguard.invariants import watch as invariant_watch
 from tfguard.lint.describe import describe_model
-from tfguard.optimizer_state import model_step
-from tfguard.summary.runinfo import learning_rate, step_values
+from tfguard.optimizer_state import learning_rate, model_step
+from tfguard.summary.runinfo import step_values
 
 
 def _describe(model) -> dict | None:

@@ -31,6 +31,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfguard.findings import fmt
+from tfguard.optimizer_state import learning_rate, learning_rate_is_fixed
 
 SAMPLE_BATCHES = 64  # batches of a tf.data dataset read for statistics or label values
 
@@ -62,10 +63,9 @@ def learning_rate_of(optimizer) -> float:
     Raises:
         NotApplicable: for a learning-rate schedule.
     """
-    rate = getattr(optimizer, "_learning_rate", None)
-    if isinstance(rate, keras.optimizers.schedules.LearningRateSchedule) or callable(rate):
+    if not learning_rate_is_fixed(optimizer):
         raise NotApplicable(f"{type(optimizer).__name__}'s learning rate is a schedule")
-    return float(keras.ops.convert_to_numpy(optimizer.learning_rate))
+    return learning_rate(optimizer)
 
 
 def scale_learning_rate(optimizer, factor: float | None = None, value: float | None = None):
