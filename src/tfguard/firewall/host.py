@@ -319,8 +319,8 @@ class Host:
             logs = {k: float("nan") for k in logs}
         if inst.guard is not None:
             logs = dict(logs)
-            logs["guard_violations"] = float(inst.epoch_violations)
-            logs["guard_skipped"] = float(inst.epoch_skipped)
+            logs[tags.KERAS_GUARD_VIOLATIONS] = float(inst.epoch_violations)
+            logs[tags.KERAS_GUARD_SKIPPED] = float(inst.epoch_skipped)
         return logs
 
 
