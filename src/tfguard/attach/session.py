@@ -62,6 +62,7 @@ from tfguard.attach.hidden_logs import HideGuardLogs
 from tfguard.attach.stops import EpochEndWatch, successful_exit
 from tfguard.diagnose import Diagnosis, LiveDiagnosis, diagnose
 from tfguard.errors import ContractError, TfguardError
+from tfguard.files import unique_path
 from tfguard.firewall import (
     GuardConfig,
     GuardWarning,
@@ -128,15 +129,6 @@ class _ModelState:
     run_dir: str | None = None
     live: object = None  # the session's LiveDiagnosis of this model, kept across its fits
     logger: object = None  # the session's Logger of this model, kept across its fits
-
-
-def _unique_dir(root: str, name: str) -> str:
-    path = os.path.join(root, name)
-    n = 2
-    while os.path.exists(path):
-        path = os.path.join(root, f"{name}-{n}")
-        n += 1
-    return path
 
 
 class AttachSession:
@@ -335,7 +327,7 @@ class AttachSession:
                            index=len(self.fits) + 1)
         state = self._prepare(model, record)
         if state.run is None:  # the model's first fit names its run; later fits continue it
-            state.run_dir = (_unique_dir(self.logdir, run_name(model, record.index))
+            state.run_dir = (unique_path(self.logdir, run_name(model, record.index))
                              if self.logger else None)
             state.run = os.path.basename(state.run_dir) if state.run_dir else run_name(model, record.index)
         record.run = state.run
