@@ -63,6 +63,7 @@ from tfguard.attach.stops import EpochEndWatch, successful_exit
 from tfguard.diagnose import Diagnosis, LiveDiagnosis, diagnose
 from tfguard.errors import ContractError, TfguardError
 from tfguard.files import unique_path
+from tfguard.findings_table import finding_line
 from tfguard.firewall import (
     GuardConfig,
     GuardWarning,
@@ -516,9 +517,7 @@ class AttachSession:
 
     def _finding_announcer(self, record: FitRecord):
         def announce(finding) -> None:
-            where = f" ({finding.where})" if finding.where else ""
-            self._say(f"tfguard: {record.run}: {finding.severity} {finding.id}{where}: "
-                      f"{finding.message}")
+            self._say(f"tfguard: {record.run}: {finding_line(finding)}")
         return announce
 
     def _event_listener(self, record: FitRecord):

@@ -35,8 +35,9 @@ from tfguard import tags
 from tfguard.diagnose.engine import Diagnosis, lower_is_better
 from tfguard.diagnose.finding import fmt
 from tfguard.diagnose.offline import diagnose_logdir
-from tfguard.diagnose.report_terminal import STYLES, clean
+from tfguard.diagnose.report_terminal import clean
 from tfguard.diagnose.thresholds import Thresholds
+from tfguard.findings_table import SEVERITY_STYLES
 
 
 @dataclasses.dataclass
@@ -176,7 +177,7 @@ def render_compare(rows: Iterable[CompareRow], console: Console, *, sort_by: str
             cells.append(Text(fmt(r.sort_value) if r.sort_value is not None else "-"))
         cells += [Text(fmt(r.final[t]) if t in r.final else "-") for t in metrics]
         healthy = r.worst is None and r.state == "completed"
-        style = "green" if healthy else STYLES.get(r.worst or "error", "red")
+        style = "green" if healthy else SEVERITY_STYLES.get(r.worst or "error", "red")
         cells.append(Text(r.summary(), style=style))
         table.add_row(*cells)
     console.print(table)
