@@ -664,7 +664,7 @@ class Logger(keras.callbacks.Callback):
         try:
             write_projector(self.run_path, vectors, metadata, name=name)
         except WRITE_ERRORS as error:
-            self._writer._fail(error, "write the projector files")
+            self._writer.report_failure(error, "write the projector files")
 
     def _write_tables(self) -> None:
         """Every Embedding table of the model to the projector (what Keras's embeddings_freq promises)."""
@@ -673,7 +673,7 @@ class Logger(keras.callbacks.Callback):
         try:
             write_embedding_tables(self.run_path, self.model, self.keras.embeddings_metadata)
         except WRITE_ERRORS as error:
-            self._writer._fail(error, "write the projector files")
+            self._writer.report_failure(error, "write the projector files")
         except ContractError:  # a table the projector cannot show (empty): nothing to show
             pass
 
