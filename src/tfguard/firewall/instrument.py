@@ -34,7 +34,7 @@ import keras
 import tensorflow as tf
 
 from tfguard.distribute.keras_20585 import enable_multi_worker
-from tfguard.distribute.multiworker import COMPLETED_STEP
+from tfguard.distribute.lost_worker import COMPLETED_STEP
 from tfguard.firewall import probes
 from tfguard.firewall.config import GuardConfig, infer_contract
 from tfguard.firewall.host import Host, wrap_fit
