@@ -26,12 +26,10 @@ top of that, from the modules that hold them:
 
 Example:
 
->>> import json
->>> config = json.loads(tf_config(["127.0.0.1:2222", "127.0.0.1:2223"], 1))
->>> config["task"]
-{'type': 'worker', 'index': 1}
->>> worker_info(environ={"TF_CONFIG": tf_config(["a:1", "b:2"], 0)}).is_chief
-True
+>>> environ = {"TF_CONFIG": tf_config(["h0:2222", "h1:2222"], 1)}
+>>> info = worker_info(environ=environ)
+>>> info.name, info.is_chief, info.peers()
+('worker-1', False, [('worker', 0, 'h0:2222')])
 """
 
 from __future__ import annotations
