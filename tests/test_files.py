@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from tfguard.files import write_atomic
+from tfguard.files import unique_path, write_atomic
 
 from .events.eventdata import scalar_event, write_framed
 
@@ -86,3 +86,14 @@ def test_write_atomic_replaces_whole_and_keeps_the_usual_mode(tmp_path):
     os.umask(umask)
     assert os.stat(path).st_mode & 0o777 == 0o666 & ~umask
     assert os.listdir(path.parent) == ["meta.json"]
+
+
+def test_unique_path_counts_on_from_2_and_never_reuses_a_folder(tmp_path):
+    assert unique_path(tmp_path, "run") == str(tmp_path / "run")
+    assert not (tmp_path / "run").exists()  # only the name is chosen
+    made = [unique_path(tmp_path, "run", create=True) for _ in range(3)]
+    assert [os.path.basename(p) for p in made] == ["run", "run-2", "run-3"]
+    assert all(os.path.isdir(p) for p in made)
+    (tmp_path / "run-4").write_text("a file takes the name too")
+    assert unique_path(tmp_path, "run") == str(tmp_path / "run-5")
+    assert unique_path(tmp_path / "new" / "root", "batch", create=True).endswith("batch")

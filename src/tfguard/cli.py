@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from rich.console import Console
 from rich.text import Text
 
-from tfguard import __version__
+from tfguard import __version__, tags
 from tfguard.errors import TfguardError
 from tfguard.text import SafeStream, printable
 
@@ -321,7 +321,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("compare", help="one row per run: hparams, best and final metrics, findings")
     p.add_argument("logdir")
-    p.add_argument("--sort-by", default="val/accuracy", metavar="METRIC")
+    p.add_argument("--sort-by", default=tags.val("accuracy"), metavar="METRIC")
 
     p = sub.add_parser("report", help="write the self-contained HTML report of a log directory")
     p.add_argument("logdir")

@@ -1,4 +1,4 @@
-"""Whole-file writes that never leave a half-written file: a temporary file, then `os.replace`.
+"""Where tfguard's files go: whole-file writes that never leave a half-written file, and new folders.
 
 Every file tfguard writes whole (the HTML and JSON reports, a quarantine's
 `meta.json` and `replay.json`, the projector's config and tables, a run's
@@ -19,6 +19,14 @@ True
 '{"ok": true}\\n'
 >>> sorted(os.listdir(os.path.dirname(path)))
 ['report.json']
+
+A new folder beside others of the same name (a second run of a script, a
+second trial of one remedy, a batch quarantined twice) is named by
+`unique_path`: `name`, then `name-2`, `name-3`, ...
+
+>>> root = os.path.dirname(path)
+>>> [os.path.basename(unique_path(root, "run", create=True)) for _ in range(3)]
+['run', 'run-2', 'run-3']
 """
 
 from __future__ import annotations
@@ -66,4 +74,34 @@ def write_atomic(path: str | os.PathLike, data: str | bytes, *, encoding: str = 
     return path
 
 
-__all__ = ["write_atomic"]
+def unique_path(root: str | os.PathLike, name: str, *, create: bool = False) -> str:
+    """`root/name`, or `root/name-2`, `root/name-3`, ...: the first that does not exist yet.
+
+    Args:
+        root: the folder the new path goes in.
+        name: the name wanted.
+        create: create the folder (and `root`) too; a folder another
+            process creates meanwhile is passed over, so two writers never
+            share one. Defaults to `False` (only the name is chosen).
+
+    Returns:
+        The path, as a string.
+
+    Raises:
+        OSError: when `create` is true and the folder cannot be made.
+    """
+    root = os.fspath(root)
+    path, n = os.path.join(root, name), 2
+    while True:
+        if create:
+            try:
+                os.makedirs(path)
+                return path
+            except FileExistsError:
+                pass
+        elif not os.path.exists(path):
+            return path
+        path, n = os.path.join(root, f"{name}-{n}"), n + 1
+
+
+__all__ = ["unique_path", "write_atomic"]

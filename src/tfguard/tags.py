@@ -81,7 +81,9 @@ def from_keras_log(key: str) -> str:
     return train(key)
 
 
-KERAS_GUARD_LOGS = ("guard_violations", "guard_skipped")
+KERAS_GUARD_VIOLATIONS = "guard_violations"  # violations of the epoch so far, in a guarded model's logs
+KERAS_GUARD_SKIPPED = "guard_skipped"  # batches skipped in the epoch so far, in a guarded model's logs
+KERAS_GUARD_LOGS = (KERAS_GUARD_VIOLATIONS, KERAS_GUARD_SKIPPED)
 """The firewall's counters in Keras logs: written as `guard/*` by the firewall, not as metrics."""
 
 

@@ -99,6 +99,28 @@ def degrade(text: str, encoding: str | None) -> str:
     return "".join(out)
 
 
+def clean(value, limit: int = 300, *, newlines: bool = False) -> str:
+    """A log-supplied value as safe, bounded, one-line terminal text.
+
+    Example:
+
+    >>> print(clean("run\\nname\\x1b[2J [bold]"))
+    run\\nname\\x1b[2J [bold]
+
+    Args:
+        value: anything; it is converted with `str`.
+        limit: the most characters kept. Defaults to `300`.
+        newlines: keep newlines (a message); `False` shows them as `\\n`
+            (a name, a table cell). Defaults to `False`.
+
+    Returns:
+        The text with control characters shown escaped, cut with `...` past
+        `limit`. Put it in a `rich.text.Text`, never in a markup string.
+    """
+    text = printable(value, newlines=newlines)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 class SafeStream:
     """A text stream that writes what its encoding cannot hold in ASCII forms (`degrade`).
 
@@ -118,4 +140,4 @@ class SafeStream:
         return getattr(self._stream, name)
 
 
-__all__ = ["ASCII_FORMS", "SafeStream", "degrade", "printable"]
+__all__ = ["ASCII_FORMS", "SafeStream", "clean", "degrade", "printable"]

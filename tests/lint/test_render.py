@@ -33,9 +33,9 @@ def test_render_shows_worst_first_with_fix_and_counts():
     console = Console(record=True, width=160, color_system=None)
     render_lint(FINDINGS, console)
     text = console.export_text()
-    assert text.index("ERROR") < text.index("WARNING") < text.index("INFO")
-    assert "class_id_out_of_range" in text and "Try: Use 13 units." in text
-    assert "1 error" in text and "1 warning" in text and "1 info" in text
+    assert text.index("label_range") < text.index("unnormalized_input") < text.index("pipeline_order")
+    assert "class_id_out_of_range" in text and "→ Use 13 units." in text
+    assert "1 error, 1 warning, 1 info" in text
 
 
 def test_render_nothing():

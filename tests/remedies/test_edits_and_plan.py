@@ -53,6 +53,20 @@ def test_data_edits_work_on_arrays_and_datasets():
         edits.feature_stats({"a": x})
 
 
+def test_the_learning_rate_of_a_loss_scale_optimizer_is_its_inner_optimizers():
+    scaled = keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD(0.5))
+    assert edits.learning_rate_of(scaled) == pytest.approx(0.5)
+    optimizer, text = edits.scale_learning_rate(scaled, 0.1)
+    assert text == "LossScaleOptimizer learning_rate 0.5 → 0.05"
+    assert float(optimizer.inner_optimizer.learning_rate) == pytest.approx(0.05)
+    # a schedule inside the wrapper is left alone, as it is without the wrapper
+    schedule = keras.optimizers.schedules.ExponentialDecay(0.1, 10, 0.5)
+    wrapped = keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD(schedule))
+    with pytest.raises(NotApplicable, match="schedule"):
+        edits.scale_learning_rate(wrapped, 0.1)
+    assert wrapped.inner_optimizer.get_config()["learning_rate"]["class_name"] == "ExponentialDecay"
+
+
 def test_optimizer_and_loss_edits_say_what_they_changed():
     schedule = keras.optimizers.schedules.ExponentialDecay(0.1, 10, 0.5)
     with pytest.raises(NotApplicable, match="schedule"):

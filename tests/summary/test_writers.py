@@ -97,6 +97,22 @@ def test_unwritable_logdir_strict_raises(tmp_path):
     assert isinstance(info.value, TfguardError) and info.value.hint
 
 
+def test_a_failure_reported_from_outside_stops_the_run_like_its_own(tmp_path):
+    writer = RunWriter(str(tmp_path))
+    assert writer.write(1, [scalar_value("a", 1.0)])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        writer.report_failure(OSError(28, "No space left on device"), "write the projector files")
+        assert not writer.write(2, [scalar_value("a", 2.0)])  # logging stopped, no second warning
+    assert [w.category for w in caught] == [SummaryWarning]
+    message = str(caught[0].message)
+    assert "Could not write the projector files" in message and str(tmp_path) in message
+    assert not writer.active
+    strict = RunWriter(str(tmp_path / "strict"), strict=True)
+    with pytest.raises(SummaryWriteError, match="projector files.*strict=True"):
+        strict.report_failure(OSError(28, "No space left on device"), "write the projector files")
+
+
 def test_histogram_value_rejects_bad_shapes():
     with pytest.raises(ValueError, match=r"expected shape \[k, 3\]"):
         histogram_value("h", np.zeros((4, 2)))

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 import keras
 import numpy as np
 
-from tfguard.summary.runinfo import learning_rate
+from tfguard.optimizer_state import learning_rate
 
 _UNSAFE = re.compile(r"[^\w.-]+")
 
@@ -80,7 +80,7 @@ def user_callbacks(callbacks) -> list | None:
 
 
 def _learning_rate(optimizer) -> float | None:
-    value = learning_rate(optimizer)  # None for a schedule or a callable evaluated lazily
+    value = learning_rate(optimizer)  # None when there is no number to read
     return float(f"{value:.7g}") if value is not None and np.isfinite(value) else None  # 1e-2, not 0.009999999776
 
 

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import keras
 
-GUARD_LOG_KEYS = ("guard_violations", "guard_skipped")
+from tfguard import tags
+
+GUARD_LOG_KEYS = tags.KERAS_GUARD_LOGS
 
 
 class HideGuardLogs(keras.callbacks.Callback):

@@ -116,7 +116,7 @@ def metric_summary(signals: Signals) -> dict:
     """
     summary = {}
     for tag, s in signals.scalars.items():
-        if not tag.startswith(("train/", "val/")) or tag == tags.EPOCH or not len(s):
+        if not tags.is_metric(tag) or not len(s):
             continue
         mode = "min" if lower_is_better(tag) else "max"
         finite = np.flatnonzero(np.isfinite(s.values))

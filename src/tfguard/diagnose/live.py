@@ -45,7 +45,8 @@ from tfguard.findings import strict_json
 from tfguard.firewall import instrument as instrument_model
 from tfguard.invariants import watch as invariant_watch
 from tfguard.lint.describe import describe_model
-from tfguard.summary.runinfo import learning_rate, step_values
+from tfguard.optimizer_state import learning_rate, model_step
+from tfguard.summary.runinfo import step_values
 
 
 def _describe(model) -> dict | None:
@@ -150,10 +151,7 @@ class LiveDiagnosis(keras.callbacks.Callback):
                                json.dumps(strict_json(record)))
 
     def _step(self) -> int:
-        if self._inst is not None:
-            return self._inst.global_step()
-        optimizer = getattr(self.model, "optimizer", None)
-        return int(keras.ops.convert_to_numpy(optimizer.iterations)) if optimizer is not None else 0
+        return self._inst.global_step() if self._inst is not None else model_step(self.model)
 
     # -- callback hooks ------------------------------------------------------------
     def on_train_begin(self, logs=None):

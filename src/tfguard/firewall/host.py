@@ -54,7 +54,7 @@ from tfguard import tags
 from tfguard.distribute import keras_20585
 from tfguard.firewall.probes import NO_RATIO
 from tfguard.firewall.record import StepRecord, freeze
-from tfguard.firewall.step import HISTOGRAMS, LOGS_KEY, OUTPUT_KEY, RECORDING
+from tfguard.firewall.step import HISTOGRAMS, LOGS_KEY, OUTPUT_KEY, RECORDING, step_after
 from tfguard.hooks import keras_compat, marks
 from tfguard.hooks.train_function import BATCH_TIMES, timed_train_function
 
@@ -276,12 +276,7 @@ class Host:
         inst.last_batch_size = _batch_size(data)
         self._hand_batch(data)
         plan = inst.plan
-        if "iterations" in extra:
-            step = int(extra["iterations"])
-            moved = step != start
-        else:  # no optimizer update seen: the batches are the steps
-            moved = float(extra.get("applied", 1.0)) > 0
-            step = start + int(moved)
+        step, moved = step_after(extra, start)
         inst.host_step = step
         applied = float(extra.get("applied", 1.0)) > 0
         if "failures" in extra:
@@ -326,8 +321,8 @@ class Host:
             logs = {k: float("nan") for k in logs}
         if inst.guard is not None:
             logs = dict(logs)
-            logs["guard_violations"] = float(inst.epoch_violations)
-            logs["guard_skipped"] = float(inst.epoch_skipped)
+            logs[tags.KERAS_GUARD_VIOLATIONS] = float(inst.epoch_violations)
+            logs[tags.KERAS_GUARD_SKIPPED] = float(inst.epoch_skipped)
         return logs
 
 

@@ -34,7 +34,7 @@ import keras
 import tensorflow as tf
 
 from tfguard.distribute.keras_20585 import enable_multi_worker
-from tfguard.distribute.multiworker import COMPLETED_STEP
+from tfguard.distribute.lost_worker import COMPLETED_STEP
 from tfguard.firewall import probes
 from tfguard.firewall.config import GuardConfig, infer_contract
 from tfguard.firewall.host import Host, wrap_fit
@@ -42,6 +42,7 @@ from tfguard.firewall.policy import Counters, GuardEvent, GuardWarning, Violatio
 from tfguard.firewall.record import Bus
 from tfguard.firewall.step import make_step
 from tfguard.hooks import context, taps
+from tfguard.optimizer_state import optimizer_step
 
 _INSTRUMENTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _PATCHED = ("train_step", "make_train_function", "reset_metrics", "fit", COMPLETED_STEP)
@@ -267,9 +268,7 @@ class Instrumentation(Counters):
     def global_step(self) -> int:
         """The global step now: the iterations of the optimizer that counts the steps."""
         optimizer = self.step_optimizer or getattr(self.model, "optimizer", None)
-        if optimizer is None:
-            return self.batches
-        return int(keras.ops.convert_to_numpy(optimizer.iterations))
+        return self.batches if optimizer is None else optimizer_step(optimizer)
 
     def global_step_hint(self) -> int:
         """The global step before the next step, kept on the host (read once per epoch)."""

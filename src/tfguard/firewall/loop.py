@@ -48,10 +48,11 @@ from tfguard.firewall import checkpoints
 from tfguard.firewall.checkpoints import Flag
 from tfguard.firewall.config import DEFAULT_QUARANTINE, GuardConfig
 from tfguard.firewall.policy import Counters, GuardEvent, Violation
-from tfguard.firewall.step import Plan, decide, hold_state
+from tfguard.firewall.step import Plan, decide, hold_state, step_after
 from tfguard.hooks import context, keras_compat
 from tfguard.hooks.context import StepContext
 from tfguard.hooks.transaction import Transaction
+from tfguard.optimizer_state import model_step
 
 
 class GuardedStep(Counters):
@@ -75,6 +76,7 @@ class GuardedStep(Counters):
         self.event_listeners: list = []
         Counters.__init__(self)
         self.batches = 0
+        self.host_step: int | None = None  # the global step of a step that updates no optimizer
         self.plan: Plan | None = None
         self.violation = Violation(self)
         self.original_step = None
@@ -121,11 +123,16 @@ class GuardedStep(Counters):
         outputs, extra = self._function(*args, **kwargs)
         position = (self.batches, None, None)
         self.batches += 1
+        counted = "iterations" not in extra  # no optimizer update: the applied batches are the steps
+        if counted or "failures" in extra:
+            start = model_step(self.model) if self.host_step is None else self.host_step
+            step, _ = step_after(extra, start)
+            if counted:
+                self.host_step = step
         if "failures" in extra:
             failures = np.asarray(extra["failures"])
             if failures.any():
                 data = args[0] if len(args) == 1 else tuple(args[:3])
-                step = int(extra["iterations"]) if "iterations" in extra else position[0]
                 self.violation.handle(self.plan, extra, failures, data, position, step)
             else:
                 self.consecutive_skips = 0

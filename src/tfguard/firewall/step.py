@@ -159,6 +159,36 @@ def decide(flags: list[Flag], policy: str, reducer: stats.Reducer | None = None)
     return decision
 
 
+def step_after(outputs: dict, start: int) -> tuple[int, bool]:
+    """The global step after a guarded step, and whether the step moved it, from the step's outputs.
+
+    The one derivation for `fit`'s host and for `guard_step`: the step
+    reports the iterations of the optimizer that counts the steps
+    (`"iterations"`); a step that updated no optimizer counts the batches
+    it applied (`"applied"`, 1 when it has no flag), so a rejected batch
+    does not move the step, as an optimizer's iterations would not.
+
+    Example:
+
+    >>> step_after({"iterations": 8}, 7), step_after({"iterations": 7}, 7)
+    ((8, True), (7, False))
+    >>> step_after({"applied": 0.0}, 3), step_after({}, 3)
+    ((3, False), (4, True))
+
+    Args:
+        outputs: the host's share of the step's outputs (numbers or arrays).
+        start: the global step before the step.
+
+    Returns:
+        `(step, moved)`.
+    """
+    if "iterations" in outputs:
+        step = int(outputs["iterations"])
+        return step, step != start
+    moved = float(outputs.get("applied", 1.0)) > 0
+    return start + int(moved), moved
+
+
 def hold_state(model: keras.Model, context: StepContext) -> None:
     """Holds everything a step of `model` may change, before it runs."""
     txn = context.transaction
@@ -348,4 +378,4 @@ def _direct(model: keras.Model, records: list) -> list:
 
 
 __all__ = ["HISTOGRAMS", "LOGS_KEY", "OUTPUT_KEY", "RECORDING", "SCALARS", "Plan", "decide", "hold_state",
-           "make_step"]
+           "make_step", "step_after"]

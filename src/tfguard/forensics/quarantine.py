@@ -43,7 +43,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfguard.errors import QuarantineError
-from tfguard.files import write_atomic
+from tfguard.files import unique_path, write_atomic
 from tfguard.forensics.arrays import array_layout, read_arrays
 from tfguard.hooks import keras_compat
 
@@ -93,16 +93,6 @@ def _safe_component(text: str) -> str:
     return cleaned[:80]
 
 
-def _unique_dir(root: str, name: str) -> str:
-    path = os.path.join(root, name)
-    suffix = 1
-    while os.path.exists(path):
-        suffix += 1
-        path = os.path.join(root, f"{name}-{suffix}")
-    os.makedirs(path)
-    return path
-
-
 def save_quarantine(root: str, model: keras.Model, data, event, strategy=None) -> str:
     """Saves a bad batch with where it sat and the weights in use; returns the folder.
 
@@ -124,7 +114,8 @@ def save_quarantine(root: str, model: keras.Model, data, event, strategy=None) -
     """
     strategy = strategy or tf.distribute.get_strategy()
     batch = int(event.batch if getattr(event, "batch", None) is not None else event.step)
-    folder = _unique_dir(os.path.join(root, _safe_component(model.name)), f"batch-{batch:08d}")
+    folder = unique_path(os.path.join(root, _safe_component(model.name)), f"batch-{batch:08d}",
+                         create=True)
     try:
         _write_folder(folder, model, data, event, batch, strategy)
     except BaseException:

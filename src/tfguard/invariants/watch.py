@@ -48,6 +48,7 @@ import keras
 from tfguard.hooks.keras_compat import unpack
 from tfguard.invariants import batches, inference, labels, variables
 from tfguard.invariants.probe import forward, state_kept
+from tfguard.optimizer_state import model_step
 
 BATCH_ROWS = 32
 """Examples of the first batch kept for the checks (the cost of each pass)."""
@@ -118,8 +119,7 @@ class InvariantWatch:
         """The global step now."""
         if self._step is not None:
             return int(self._step())
-        optimizer = getattr(self.model, "optimizer", None)
-        return int(keras.ops.convert_to_numpy(optimizer.iterations)) if optimizer is not None else 0
+        return model_step(self.model)
 
     # -- the moments ---------------------------------------------------------------
     @_timed

@@ -44,6 +44,7 @@ import keras
 from tfguard.lint.heads import input_shapes, layer_activation, output_heads
 from tfguard.lint.lookup import input_uses
 from tfguard.lint.losses import NO_LOSS, losses_per_output
+from tfguard.optimizer_state import learning_rate, unwrapped
 
 
 def _shape(shape) -> list | None:
@@ -218,17 +219,13 @@ def describe_optimizer(optimizer) -> dict:
     """
     if optimizer is None:
         return {"class": None, "learning_rate": None, "momentum": None}
-    inner = getattr(optimizer, "inner_optimizer", None)  # LossScaleOptimizer
-    target = inner if inner is not None else optimizer
-    try:
-        learning_rate = float(target.learning_rate)
-    except (AttributeError, TypeError, ValueError):
-        learning_rate = None
+    target = unwrapped(optimizer)  # a LossScaleOptimizer is described by its inner optimizer
     try:
         momentum = float(getattr(target, "momentum", None))
     except (TypeError, ValueError):
         momentum = None
-    return {"class": type(target).__name__, "learning_rate": learning_rate, "momentum": momentum}
+    return {"class": type(target).__name__, "learning_rate": learning_rate(optimizer),
+            "momentum": momentum}
 
 
 def _with_uses(model, inputs: list[dict]) -> list[dict]:

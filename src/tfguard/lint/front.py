@@ -29,6 +29,7 @@ from typing import Any
 import keras
 
 from tfguard.hooks import keras_compat
+from tfguard.lint.layer_kinds import SCALE_PRESERVING_LAYERS
 
 NORMALIZING_LAYERS = frozenset(
     {
@@ -54,41 +55,6 @@ ID_LAYERS = frozenset(
         "FeatureSpace",
     }
 )
-# Layers that move, crop or augment values without changing their scale.
-SCALE_PRESERVING_LAYERS = frozenset(
-    {
-        "InputLayer",
-        "Resizing",
-        "CenterCrop",
-        "RandAugment",
-        "AugMix",
-        "CutMix",
-        "MixUp",
-        "Equalization",
-        "Solarization",
-        "AutoContrast",
-        "Dropout",
-        "SpatialDropout1D",
-        "SpatialDropout2D",
-        "SpatialDropout3D",
-        "GaussianNoise",
-        "GaussianDropout",
-        "Reshape",
-        "Flatten",
-        "Permute",
-        "Masking",
-        "RepeatVector",
-        "ZeroPadding1D",
-        "ZeroPadding2D",
-        "ZeroPadding3D",
-        "Cropping1D",
-        "Cropping2D",
-        "Cropping3D",
-        "Identity",
-    }
-)
-
-
 def _classify(layer) -> str:
     cls = type(layer).__name__
     if cls in NORMALIZING_LAYERS:

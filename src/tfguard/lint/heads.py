@@ -36,24 +36,7 @@ import numpy as np
 
 from tfguard.errors import ContractError
 from tfguard.hooks import keras_compat
-
-#: Layers and ops that only pass values through (the activation is read behind them).
-TRANSPARENT_LAYERS = frozenset(
-    {
-        "Dropout",
-        "SpatialDropout1D",
-        "SpatialDropout2D",
-        "SpatialDropout3D",
-        "GaussianNoise",
-        "GaussianDropout",
-        "AlphaDropout",
-        "ActivityRegularization",
-        "Identity",
-        "Flatten",
-        "Reshape",
-        "InputLayer",
-    }
-)
+from tfguard.lint.layer_kinds import PASS_THROUGH_LAYERS
 
 # Layer classes (and keras.ops operation classes) that are an activation.
 _ACTIVATION_CLASSES = {
@@ -177,7 +160,7 @@ def _walk_tensor(tensor, depth: int = 0) -> tuple[str | None, str | None]:
     activation = layer_activation(op)
     if activation is not None:
         return activation, op.name
-    if type(op).__name__ in TRANSPARENT_LAYERS:
+    if type(op).__name__ in PASS_THROUGH_LAYERS:
         inputs = keras_compat.producer_inputs(tensor)
         if len(inputs) == 1:
             return _walk_tensor(inputs[0], depth + 1)
@@ -195,7 +178,7 @@ def _walk_layers(layers) -> tuple[str | None, str | None]:
         activation = layer_activation(layer)
         if activation is not None:
             return activation, layer.name
-        if type(layer).__name__ not in TRANSPARENT_LAYERS:
+        if type(layer).__name__ not in PASS_THROUGH_LAYERS:
             return None, None
     return None, None
 

@@ -25,18 +25,14 @@ from __future__ import annotations
 import json
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from tfguard.errors import ContractError
 from tfguard.findings import strict_json
-from tfguard.lint.finding import SEVERITIES, LintFinding, severity_rank
-from tfguard.text import printable
+from tfguard.findings_table import count_text, findings_table
+from tfguard.lint.finding import SEVERITIES, LintFinding
 
 JSON_VERSION = 1
-
-_STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
-
 
 def _counts(findings) -> dict:
     counts = dict.fromkeys(reversed(SEVERITIES), 0)
@@ -72,34 +68,8 @@ def render_lint(findings: list[LintFinding], console: Console, *, title: str = "
     if not findings:
         console.print(Text("No findings: model, data and pipeline look consistent.", "green"))
         return
-    table = Table(title=title, show_lines=True, expand=False)
-    table.add_column("severity", no_wrap=True)
-    table.add_column("id / code", no_wrap=True)
-    table.add_column("where")
-    table.add_column("finding and fix")
-    ordered = sorted(findings, key=lambda f: -severity_rank(f.severity))
-    for f in ordered:
-        body = Text(printable(f.message))
-        if f.suggestion:
-            body.append("\nTry: ", style="bold")
-            body.append(printable(f.suggestion))
-        code = printable(f.code or "", newlines=False)
-        table.add_row(
-            Text(f.severity.upper(), _STYLES[f.severity]),
-            Text(f"{printable(f.id, newlines=False)}\n{code}".rstrip()),
-            Text(printable(f.where, newlines=False)),
-            body,
-        )
-    console.print(table)
-    counts = _counts(findings)
-    console.print(
-        Text.assemble(
-            *[
-                (f"{n} {sev}{'s' if n != 1 and sev != 'info' else ''}  ", _STYLES[sev])
-                for sev, n in counts.items()
-            ]
-        )
-    )
+    console.print(findings_table(findings, title=title))
+    console.print(count_text(findings))
 
 
 def lint_to_json(findings: list[LintFinding], *, indent: int | None = 2) -> str:

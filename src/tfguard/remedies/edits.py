@@ -32,6 +32,7 @@ import tensorflow as tf
 
 from tfguard.findings import fmt
 from tfguard.hooks import keras_compat
+from tfguard.optimizer_state import learning_rate, learning_rate_is_fixed
 
 SAMPLE_BATCHES = 64  # batches of a tf.data dataset read for statistics or label values
 
@@ -63,10 +64,9 @@ def learning_rate_of(optimizer) -> float:
     Raises:
         NotApplicable: for a learning-rate schedule.
     """
-    rate = keras_compat.learning_rate_setting(optimizer)
-    if isinstance(rate, keras.optimizers.schedules.LearningRateSchedule) or callable(rate):
+    if not learning_rate_is_fixed(optimizer):
         raise NotApplicable(f"{type(optimizer).__name__}'s learning rate is a schedule")
-    return float(keras.ops.convert_to_numpy(optimizer.learning_rate))
+    return learning_rate(optimizer)
 
 
 def scale_learning_rate(optimizer, factor: float | None = None, value: float | None = None):

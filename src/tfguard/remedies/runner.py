@@ -52,6 +52,7 @@ from tfguard.attach import DEFAULT_LOGDIR, DEFAULT_POLICY, AttachSession, run_sc
 from tfguard.diagnose import write_html
 from tfguard.diagnose.causes import by_measured_fix
 from tfguard.errors import ContractError
+from tfguard.files import unique_path
 from tfguard.findings import Finding
 from tfguard.remedies.catalogue import PER_FINDING, Remedy, plan
 from tfguard.remedies.intercept import Intercept
@@ -187,13 +188,6 @@ def _pairs(findings, remedies, per_finding, locate, max_trials):
     return pairs[:max_trials] if max_trials is not None else pairs
 
 
-def _unique(root: str, name: str) -> str:
-    path, n = os.path.join(root, name), 2
-    while os.path.exists(path):
-        path, n = os.path.join(root, f"{name}-{n}"), n + 1
-    return path
-
-
 def _say(progress, line: str) -> None:
     if progress is not None:
         progress(line)
@@ -283,7 +277,7 @@ def try_fixes(
         pairs = _pairs(findings, remedies, per_finding, locator(original), max_trials)
         trials = []
         for i, (finding, remedy) in enumerate(pairs, 1):
-            folder = _unique(root, f"try-{i}-{remedy.key}") if root else None
+            folder = unique_path(root, f"try-{i}-{remedy.key}") if root else None
             start = time.perf_counter()
             seen, _, failed = run(remedy, folder, epochs_fraction, {"remedy": remedy.key},
                                   refuse=original.models + [f.model for f in original.fits])
@@ -374,7 +368,7 @@ def try_script_fixes(
     pairs = _pairs(findings, remedies, per_finding, locator(original), max_trials)
     trials = []
     for i, (finding, remedy) in enumerate(pairs, 1):
-        folder = _unique(logdir, f"try-{i}-{remedy.key}")
+        folder = unique_path(logdir, f"try-{i}-{remedy.key}")
         _say(progress, f"tfguard: trial {i}/{len(pairs)} for {finding.id}: {remedy.title}")
         start = time.perf_counter()
         seed_everything(seed)

@@ -109,7 +109,7 @@ def _domain(name: str, given):
     )
 
 
-def metric_infos(tags: Iterable[str]) -> list:
+def metric_infos(scalar_tags: Iterable[str]) -> list:
     """`hp.Metric`s for the `val/` and `train/` scalar tags (validation first).
 
     Example:
@@ -117,11 +117,11 @@ def metric_infos(tags: Iterable[str]) -> list:
     >>> [m.as_proto().name.tag for m in metric_infos(["train/loss", "val/loss", "batch/loss"])]
     ['val/loss', 'train/loss']
     """
-    chosen = sorted({t for t in tags if t.startswith(("val/", "train/"))},
-                    key=lambda t: (not t.startswith("val/"), t))
+    chosen = sorted({t for t in scalar_tags if tags.is_metric(t)},
+                    key=lambda t: (not t.startswith(tags.VAL), t))
     metrics = []
     for tag in chosen:
-        kind = hp.Metric.VALIDATION if tag.startswith("val/") else hp.Metric.TRAINING
+        kind = hp.Metric.VALIDATION if tag.startswith(tags.VAL) else hp.Metric.TRAINING
         metrics.append(hp.Metric(tag, display_name=tag, dataset_type=kind))
     return metrics
 
@@ -209,7 +209,7 @@ def write_hparams(
     logdir,
     hparams: Mapping,
     *,
-    metrics: Iterable[str] = ("val/loss", "train/loss"),
+    metrics: Iterable[str] = (tags.val("loss"), tags.train("loss")),
     domains: Mapping | None = None,
     trial_id: str | None = None,
     status: str | None = None,

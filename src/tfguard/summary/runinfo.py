@@ -24,6 +24,7 @@ import tensorflow as tf
 from tfguard import tags
 from tfguard.findings import event_record, strict_json
 from tfguard.lint import describe_model, lint
+from tfguard.optimizer_state import learning_rate
 
 
 def loss_name(loss) -> str | None:
@@ -37,14 +38,6 @@ def loss_name(loss) -> str | None:
     if loss is None or isinstance(loss, str):
         return loss
     return getattr(loss, "name", None) or getattr(loss, "__name__", None) or type(loss).__name__
-
-
-def learning_rate(optimizer) -> float | None:
-    """The optimizer's current learning rate (a schedule is evaluated at `iterations`), or `None`."""
-    try:
-        return float(keras.ops.convert_to_numpy(optimizer.learning_rate))
-    except Exception:  # no optimizer, or a learning rate that is not a number
-        return None
 
 
 def step_values(record, optimizer) -> dict[str, float]:

@@ -193,7 +193,7 @@ class RunWriter:
                 filename_suffix=self.filename_suffix,
             )
         except WRITE_ERRORS as error:
-            self._fail(error, "create the event file")
+            self.report_failure(error, "create the event file")
             return False
         return True
 
@@ -204,7 +204,7 @@ class RunWriter:
         try:
             self._writer.flush()
         except WRITE_ERRORS as error:
-            self._fail(error, "flush")
+            self.report_failure(error, "flush")
 
     def close(self) -> None:
         """Flushes and closes the event file; a later write opens a new one in the same run."""
@@ -215,7 +215,7 @@ class RunWriter:
             writer.close()
         except WRITE_ERRORS as error:
             if self.failed is None:
-                self._fail(error, "close")
+                self.report_failure(error, "close")
 
     # -- writing -----------------------------------------------------------------
     def write(self, step: int, values: Iterable[summary_pb2.Summary.Value]) -> bool:
@@ -239,7 +239,7 @@ class RunWriter:
         try:
             tf_compat.write_raw_summary(self._writer, int(step), summary.SerializeToString())
         except WRITE_ERRORS as error:
-            self._fail(error, "write")
+            self.report_failure(error, "write")
             return False
         return True
 
@@ -251,7 +251,7 @@ class RunWriter:
         try:
             tf_compat.write_event(self._writer, serialized)
         except WRITE_ERRORS as error:
-            self._fail(error, "write")
+            self.report_failure(error, "write")
             return False
         return True
 
@@ -263,11 +263,36 @@ class RunWriter:
             with self._writer.as_default():
                 tf.summary.image(tag, images, step=int(step), max_outputs=int(max_outputs))
         except WRITE_ERRORS as error:
-            self._fail(error, "write")
+            self.report_failure(error, "write")
             return False
         return True
 
-    def _fail(self, error: BaseException, action: str) -> None:
+    def report_failure(self, error: BaseException, action: str) -> None:
+        """Stops this run's logging after a failed write: warns once, or raises when strict.
+
+        The writer calls it for its own writes; whoever writes a file of the
+        run beside the event file (the projector's config and tables) calls
+        it too, so that failure is reported, and ends the logging, alike.
+        The message names the run directory, the action and the reason.
+
+        Example:
+
+        >>> import tempfile, warnings
+        >>> writer = RunWriter(tempfile.mkdtemp())
+        >>> with warnings.catch_warnings(record=True) as caught:
+        ...     warnings.simplefilter("always")
+        ...     writer.report_failure(OSError(28, "No space left on device"), "write the projector files")
+        >>> writer.active, "Could not write the projector files" in str(caught[0].message)
+        (False, True)
+
+        Args:
+            error: the exception the write raised.
+            action: what was being done, completing "Could not ... TensorBoard
+                logs", e.g. `"write the projector files"`.
+
+        Raises:
+            SummaryWriteError: with `strict=True` (from `error`).
+        """
         self.failed = error
         writer, self._writer = self._writer, None
         if writer is not None:

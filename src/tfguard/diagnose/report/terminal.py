@@ -26,37 +26,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from tfguard.diagnose.engine import Diagnosis
 from tfguard.diagnose.finding import fmt
-from tfguard.text import printable
+from tfguard.findings_table import SEVERITY_STYLES, count_text, findings_table
+from tfguard.text import clean
 
-STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 _DAMAGE_NOTE = "damaged event file "
-
-
-def clean(value, limit: int = 300, *, newlines: bool = False) -> str:
-    """A log-supplied value as safe, bounded, one-line terminal text.
-
-    Example:
-
-    >>> print(clean("run\\nname\\x1b[2J [bold]"))
-    run\\nname\\x1b[2J [bold]
-
-    Args:
-        value: anything; it is converted with `str`.
-        limit: the most characters kept. Defaults to `300`.
-        newlines: keep newlines (a message); `False` shows them as `\\n`
-            (a name, a table cell). Defaults to `False`.
-
-    Returns:
-        The text with control characters shown escaped, cut with `...` past
-        `limit`. Put it in a `rich.text.Text`, never in a markup string.
-    """
-    text = printable(value, newlines=newlines)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def unreadable(d: Diagnosis) -> bool:
@@ -98,17 +75,15 @@ def render_run(d: Diagnosis, console: Console, *, show_skipped: bool = True) -> 
     elif state == "little_evidence":  # the run completed; the rules mostly could not look
         title.append(clean(d.status.get("text", state), 300), style="bold yellow")
         if worst is not None:
-            title.append("; findings below", style=STYLES[worst])
+            title.append("; findings below", style=SEVERITY_STYLES[worst])
     elif state != "completed":
         title.append(clean(d.status.get("text", state), 300), style="bold red")
         if worst is not None:
-            title.append("; findings below", style=STYLES[worst])
+            title.append("; findings below", style=SEVERITY_STYLES[worst])
     elif worst is None:
         title.append("healthy: no symptom found", style="bold green")
     else:
-        counts = {s: sum(1 for f in d.findings if f.severity == s) for s in ("error", "warning", "info")}
-        title.append(", ".join(f"{n} {s}{'s' if n > 1 else ''}" for s, n in counts.items() if n),
-                     style=STYLES[worst])
+        title.append(count_text(d.findings))
     console.print(title)
     if d.hparams:
         hp = Text("hparams: ", style="dim")
@@ -117,16 +92,7 @@ def render_run(d: Diagnosis, console: Console, *, show_skipped: bool = True) -> 
     if d.metrics:
         console.print(_metrics_line(d))
     if d.findings:
-        table = Table(show_header=True, header_style="bold", expand=False, show_lines=True)
-        for column in ("severity", "symptom", "where", "onset", "what was seen / what to try"):
-            table.add_column(column, overflow="fold")
-        for f in d.findings:
-            body = Text(clean(f.message, 1000, newlines=True))
-            if f.suggestion:
-                body.append("\n→ " + clean(f.suggestion, 1000, newlines=True), style="green")
-            table.add_row(Text(f.severity, style=STYLES[f.severity]), Text(f.id, style="bold"),
-                          Text(clean(f.where or "-", 80)), Text(f.onset_text()), body)
-        console.print(table)
+        console.print(findings_table(d.findings, onset=True))
     if show_skipped and d.rules_skipped and not unreadable(d):
         console.print(Text(f"not run ({len(d.rules_skipped)} rules, missing signals):", style="dim"))
         for s in d.rules_skipped:

@@ -235,7 +235,7 @@ def own_losses(signals: Signals) -> list[str]:
     if signals.series(tags.train("loss")) is not None:
         return []
     names = [tags.metric_name(t) for t in signals.scalars
-             if t.startswith("train/") and t.endswith("loss") and signals.series(t) is not None]
+             if t.startswith(tags.TRAIN) and t.endswith("loss") and signals.series(t) is not None]
     totals = [n for n in names if "total" in n]
     if totals:
         return totals[:1]
@@ -264,7 +264,7 @@ def run_improving(signals: Signals, thresholds: Thresholds) -> bool:
     """
     tags_ = [tags.train(name) for name in (own_losses(signals) or ["loss"])]
     raw = [signals.series(tag) for tag in signals.scalars
-           if tag.startswith(("train/", "val/", "batch/")) and tag.endswith("loss")]
+           if tag.startswith((tags.TRAIN, tags.VAL, tags.BATCH)) and tag.endswith("loss")]
     if any(s is not None and not np.isfinite(s.values).all() for s in raw):
         return False
     curves = {tag: finite_epoch_curve(signals, tag) for tag in tags_}

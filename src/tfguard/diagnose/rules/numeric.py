@@ -68,8 +68,8 @@ def nonfinite(signals: Signals, thresholds: Thresholds) -> list[Finding]:
     for tag, s in signals.scalars.items():
         if not len(s):
             continue
-        if tag.startswith(("train/", "val/", "batch/", "grad_norm/", "weight_norm/",
-                           "update_ratio/")) and tag != tags.EPOCH:
+        if tag.startswith((tags.TRAIN, tags.VAL, tags.BATCH, tags.GRAD_NORM, tags.WEIGHT_NORM,
+                           tags.UPDATE_RATIO)) and tag != tags.EPOCH:
             watched[tag] = s
     if not watched:
         raise MissingSignals("no loss, metric, gradient norm or weight norm was logged")
@@ -78,7 +78,7 @@ def nonfinite(signals: Signals, thresholds: Thresholds) -> list[Finding]:
     if not bad:
         return _from_guard(signals)
 
-    if all(tag.startswith("val/") for tag in bad):
+    if all(tag.startswith(tags.VAL) for tag in bad):
         only_validation = _validation_only(signals, watched, bad)
         if only_validation is not None:
             return [only_validation]

@@ -56,7 +56,7 @@ def overlay_png(runs: list[Signals], metrics: list[str] | None = None) -> bytes 
     present = [s for s in runs if s is not None]
     metrics = metrics if metrics is not None else _metrics(present)
     panels = [m for m in metrics
-              if any(s.series(f"{p}/{m}") is not None for s in present for p in ("train", "val"))]
+              if any(s.series(t) is not None for s in present for t in (tags.train(m), tags.val(m)))]
     if not panels:
         return None
     fig = figure(8, 3.2 * len(panels))
@@ -66,14 +66,14 @@ def overlay_png(runs: list[Signals], metrics: list[str] | None = None) -> bytes 
         for i, s in enumerate(runs[:MAX_LINES]):
             if s is None:  # a run without signals keeps its colour index
                 continue
-            for prefix, style in (("val", "-"), ("train", "--")):
-                series = s.series(f"{prefix}/{metric}")
+            for tag, style in ((tags.val(metric), "-"), (tags.train(metric), "--")):
+                series = s.series(tag)
                 if series is None:
                     continue
                 x, y = xy(series, False)
                 ax.plot(x, y, linestyle=style, color=run_color(i), linewidth=1.3, marker="o",
-                        markersize=2.5, label=label(s.run, 30) if prefix == "val" or
-                        s.series(f"val/{metric}") is None else None)
+                        markersize=2.5, label=label(s.run, 30) if tag == tags.val(metric) or
+                        s.series(tags.val(metric)) is None else None)
                 plotted.append(y)
         if metric == "loss":
             positive_log(ax, plotted)

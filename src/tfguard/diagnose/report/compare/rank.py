@@ -31,11 +31,13 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from tfguard import tags
 from tfguard.diagnose.engine import Diagnosis, lower_is_better
 from tfguard.diagnose.finding import fmt
 from tfguard.diagnose.offline import diagnose_logdir
-from tfguard.diagnose.report.terminal import STYLES, clean
+from tfguard.diagnose.report.terminal import clean
 from tfguard.diagnose.thresholds import Thresholds
+from tfguard.findings_table import SEVERITY_STYLES
 
 
 @dataclasses.dataclass
@@ -80,7 +82,12 @@ class CompareRow:
         return dataclasses.asdict(self)
 
 
-def compare_diagnoses(diagnoses: Iterable[Diagnosis], sort_by: str = "val/accuracy") -> list[CompareRow]:
+FINAL_METRICS = (tags.train("loss"), tags.val("loss"), tags.train("accuracy"), tags.val("accuracy"))
+"""The metrics a comparison shows the final value of, when a run has them."""
+DEFAULT_SORT = tags.val("accuracy")
+
+
+def compare_diagnoses(diagnoses: Iterable[Diagnosis], sort_by: str = DEFAULT_SORT) -> list[CompareRow]:
     """Ranks already computed diagnoses (see `compare_logdir`).
 
     Args:
@@ -106,7 +113,7 @@ def compare_diagnoses(diagnoses: Iterable[Diagnosis], sort_by: str = "val/accura
 
 def compare_logdir(
     logdir: str | os.PathLike,
-    sort_by: str = "val/accuracy",
+    sort_by: str = DEFAULT_SORT,
     *,
     thresholds: Thresholds | Mapping | None = None,
     reader: Callable | None = None,
@@ -151,7 +158,7 @@ def render_compare(rows: Iterable[CompareRow], console: Console, *, sort_by: str
     keys = list(dict.fromkeys(k for r in rows for k in r.hparams))
     varying = [k for k in keys if len({str(r.hparams.get(k)) for r in rows}) > 1]
     shown = (varying + [k for k in keys if k not in varying])[:max_hparams]
-    metrics = [t for t in ("train/loss", "val/loss", "train/accuracy", "val/accuracy")
+    metrics = [t for t in FINAL_METRICS
                if any(t in r.final for r in rows)]
     table = Table(show_header=True, header_style="bold")
     table.add_column("#", justify="right")
@@ -170,7 +177,7 @@ def render_compare(rows: Iterable[CompareRow], console: Console, *, sort_by: str
             cells.append(Text(fmt(r.sort_value) if r.sort_value is not None else "-"))
         cells += [Text(fmt(r.final[t]) if t in r.final else "-") for t in metrics]
         healthy = r.worst is None and r.state == "completed"
-        style = "green" if healthy else STYLES.get(r.worst or "error", "red")
+        style = "green" if healthy else SEVERITY_STYLES.get(r.worst or "error", "red")
         cells.append(Text(r.summary(), style=style))
         table.add_row(*cells)
     console.print(table)

@@ -25,16 +25,16 @@ Example:
 
 from __future__ import annotations
 
+from tfguard import tags
 from tfguard.diagnose.engine import Diagnosis
 from tfguard.diagnose.finding import fmt
 from tfguard.diagnose.report.compare.overlay import overlay_png
-from tfguard.diagnose.report.compare.rank import compare_diagnoses
+from tfguard.diagnose.report.compare.rank import FINAL_METRICS, compare_diagnoses
 from tfguard.diagnose.report.html.parts import e, hparam_text, img, logged_table, table
 from tfguard.diagnose.report.plots.kit import run_color
 
 MAX_HPARAM_COLUMNS = 8
 """The most hyperparameters shown as columns (those that differ between runs first)."""
-_FINAL = ("train/loss", "val/loss", "train/accuracy", "val/accuracy")
 
 
 def sort_metric(diagnoses: list[Diagnosis]) -> str:
@@ -45,10 +45,10 @@ def sort_metric(diagnoses: list[Diagnosis]) -> str:
     >>> sort_metric([])
     'train/loss'
     """
-    for tag in ("val/accuracy", "val/loss", "train/accuracy"):
+    for tag in (tags.val("accuracy"), tags.val("loss"), tags.train("accuracy")):
         if any(tag in d.metrics for d in diagnoses):
             return tag
-    return "train/loss"
+    return tags.train("loss")
 
 
 def _hparam_texts(d: Diagnosis) -> dict[str, str]:
@@ -81,7 +81,7 @@ def compare_section(diagnoses: list[Diagnosis], anchors: dict[str, int] | None =
     varying = [k for k in keys if len({texts[r.run].get(k) for r in rows}) > 1]
     shared = [k for k in keys if k not in varying]
     shown = varying[:MAX_HPARAM_COLUMNS]
-    finals = [t for t in _FINAL if any(t in r.final for r in rows)]
+    finals = [t for t in FINAL_METRICS if any(t in r.final for r in rows)]
     head = ["#", "run", *shown, f"best {metric}", *[f"final {t}" for t in finals], "findings"]
     body = []
     for i, r in enumerate(rows):

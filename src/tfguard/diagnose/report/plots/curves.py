@@ -81,7 +81,8 @@ def loss_png(signals: Signals, findings) -> bytes | None:
     plotted = []
     for tag, s in curves:
         x, y = xy(s, by_step)
-        style = {"alpha": 0.45, "linewidth": 0.8} if tag.startswith("batch/") else {"marker": "o", "markersize": 3}
+        style = ({"alpha": 0.45, "linewidth": 0.8} if tag.startswith(tags.BATCH)
+                 else {"marker": "o", "markersize": 3})
         ax.plot(x, y, label=tag, **style)
         plotted.append(y)
     positive_log(ax, plotted)
@@ -93,7 +94,7 @@ def loss_png(signals: Signals, findings) -> bytes | None:
 def metrics_png(signals: Signals) -> bytes | None:
     """The epoch metrics other than the loss and the learning rate, train and val, as PNG bytes (or `None`)."""
     names = [n for n in signals.metric_names() if n != "loss" and n not in _RATE_NAMES][:6]
-    curves = [(f"{p}/{n}", signals.series(f"{p}/{n}")) for n in names for p in ("train", "val")]
+    curves = [(t, signals.series(t)) for n in names for t in (tags.train(n), tags.val(n))]
     curves = [(t, s) for t, s in curves if s is not None and not is_learning_rate(t)]
     if not curves:
         return None

@@ -1,0 +1,118 @@
+"""`StepListener`: what the Logger hears during training (part of `tfguard.summary.Logger`).
+
+The Logger has no batch hook. It subscribes to the model's instrumentation
+(`tfguard.instrument`): the recording steps hand it one `StepRecord` each
+(signals, batch logs, histograms), at its `scalars_every` and
+`histograms_every`; the firewall hands it each violation (a `guard/events`
+line, a `guard/records` JSON object and the counters); the invariant watch
+hands it each check (`invariants/records`). Every worker subscribes (the
+workers must run the same step); only the chief writes.
+
+Example (a guarded model's skipped batch is heard as a guard event):
+
+>>> import keras, numpy as np, tempfile, tfguard
+>>> from tfguard.events import read_run
+>>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+>>> model.compile(optimizer="sgd", loss="mse")
+>>> model = tfguard.guard(model, policy="skip", localize=False, quarantine_dir=None)
+>>> x = np.ones((8, 2), "float32"); x[3, 0] = np.nan
+>>> logger = tfguard.summary.Logger(tempfile.mkdtemp(), scalars_every=1, invariants=False)
+>>> _ = model.fit(x, np.ones((8, 1)), batch_size=2, verbose=0, callbacks=[logger])
+>>> len(read_run(logger.run_path).texts["guard/events"])
+1
+"""
+
+from __future__ import annotations
+
+import json
+
+from tfguard import tags
+from tfguard.findings import strict_json
+from tfguard.invariants import watch as invariant_watch
+from tfguard.summary import runinfo
+from tfguard.summary.runinfo import guard_event_json, guard_event_line
+from tfguard.summary.writers import histogram_value, scalar_value, text_value
+
+
+class StepListener:
+    """The step's records, the firewall's events and the invariant checks, queued at their steps."""
+
+    def _listen(self, on: bool) -> None:
+        """Subscribes to the step records; every worker does (the workers must run the same step)."""
+        inst = self._inst
+        if inst is None:
+            return
+        if not on:
+            inst.unsubscribe(self._on_record)
+            inst.remove_event_listener(self._on_guard_event)
+            return
+        if self._wants_signals:
+            dense = self.scalars_every and getattr(self, "_records", 0) < self.dense_steps
+            inst.subscribe(
+                self._on_record,
+                scalars_every=1 if dense else self.scalars_every,
+                histograms_every=self.histograms_every if self.histogram_kinds else 0,
+                histogram_kinds=self.histogram_kinds,
+                weights=bool(self.scalars_every),
+                histogram_filter=self._histogram_filter if self.record_if is not None else None,
+            )
+        inst.add_event_listener(self._on_guard_event)
+
+    def _histogram_filter(self, step: int) -> bool:
+        """`record_if(step)`, asked once per histogram step."""
+        return bool(self._guarded(self.record_if, step))
+
+    def _on_record(self, record) -> None:
+        """A recording step ended (called by the instrumented step, not by Keras)."""
+        if self._training:
+            self._guarded(self._record, record)
+
+    def _record(self, record) -> None:
+        self._records = getattr(self, "_records", 0) + 1
+        if self._records == self.dense_steps and self._inst is not None:
+            self._listen(False)  # the first steps were observed one by one: back to the schedule
+            self._listen(True)
+        self._first_batch_values()
+        self._step = step = record.step
+        step_values = runinfo.step_values(record, getattr(self.model, "optimizer", None))
+        values = [scalar_value(tag, value) for tag, value in step_values.items()]
+        if record.scalars and record.moved:
+            values.extend(self._speed.scalars(step))
+        values.extend(histogram_value(tag, buckets) for tag, buckets in record.histograms.items())
+        if values:
+            self._queue.add(step, values)
+        self._emit()
+
+    def _on_guard_event(self, event) -> None:
+        if not (self._training and self.active):
+            return
+        values = [text_value(tags.GUARD_EVENTS, guard_event_line(event)),
+                  text_value(tags.GUARD_RECORDS, guard_event_json(event)), *self._guard_counters()]
+        self._queue.add(int(event.step), values)
+        self._emit()
+
+    def _begin_invariants(self) -> None:
+        """Listens to the model's invariant checks (one watch per model, shared with LiveDiagnosis)."""
+        if not self.invariants:
+            return
+        self._watch = invariant_watch(self.model, step=self._read_step)
+        self._watch.add_listener(self._on_invariant)
+        self._watch.begin_fit(self._next_epoch)
+
+    def _on_invariant(self, record: dict) -> None:
+        if self._training and self.active:
+            text = text_value(tags.INVARIANT_RECORDS, json.dumps(strict_json(record)))
+            self._queue.add(int(record["step"]), [text])
+
+    def _guard_counters(self) -> list:
+        inst = self._inst
+        if inst is None or inst.guard is None:
+            return []
+        violations, skipped = self._guard_offsets
+        return [
+            scalar_value(tags.GUARD_VIOLATIONS, inst.violations + violations),
+            scalar_value(tags.GUARD_SKIPPED, inst.skipped + skipped),
+        ]
+
+
+__all__ = ["StepListener"]

@@ -1,0 +1,22 @@
+"""`StepQueue`: values gathered from several places are written one event per step, in step order."""
+
+from __future__ import annotations
+
+from tests.summary.readback import read_run
+from tfguard.summary.step_queue import StepQueue
+from tfguard.summary.writers import RunWriter, scalar_value
+
+
+def test_values_of_one_step_become_one_event_in_step_order(tmp_path):
+    queue = StepQueue()
+    queue.add(7, [scalar_value("a", 1.0)])
+    queue.add(3, [scalar_value("a", 0.5)])
+    queue.add(7, [scalar_value("b", 2.0)])
+    writer = RunWriter(str(tmp_path))
+    assert queue.emit(writer) == [3, 7] and queue.written_step == 7
+    queue.add(5, [scalar_value("a", 9.0)])
+    assert queue.emit(writer, active=False) == [] and queue.emit(writer) == []  # dropped
+    writer.close()
+    run = read_run(str(tmp_path))
+    assert [(p.step, p.value) for p in run["a"]] == [(3, 0.5), (7, 1.0)]
+    assert [p.step for p in run["b"]] == [7]
