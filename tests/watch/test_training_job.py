@@ -40,6 +40,16 @@ def _lines(stream, into: queue.Queue) -> None:
     into.put((time.monotonic(), None))
 
 
+def _rest(said: queue.Queue, timeout: float = 30.0) -> list[str]:
+    """The lines the reader thread takes from a finished process, up to its end of stream."""
+    lines = []
+    while True:
+        _when, line = said.get(timeout=timeout)
+        if line is None:
+            return lines
+        lines.append(line)
+
+
 @pytest.mark.slow
 def test_an_injected_fault_is_reported_while_the_job_still_runs(tmp_path):
     logdir = tmp_path / "logs"
@@ -73,7 +83,9 @@ def test_an_injected_fault_is_reported_while_the_job_still_runs(tmp_path):
         job.terminate()
         job.wait(timeout=60)
         watch.send_signal(signal.SIGINT)
-        rest, err = watch.communicate(timeout=60)
+        watch.wait(timeout=60)
+        err = watch.stderr.read()
+        rest = _rest(said)  # the reader thread owns the watch's stdout: take its last lines
     finally:
         for process in (job, watch):
             if process.poll() is None:
@@ -85,7 +97,7 @@ def test_an_injected_fault_is_reported_while_the_job_still_runs(tmp_path):
         assert event["finding"]["suggestion"]
     assert "done\n" not in logged  # the job had epochs left
     assert found["tfguard"][0]["step"] is not None and found["keras"][0]["epoch"] is not None
-    summary = json.loads(rest.splitlines()[-1])
+    summary = json.loads(rest[-1])
     assert summary["event"] == "summary" and summary["reason"] == "interrupted"
     assert watch.returncode == 0, err
     # the same finding, at the same onset, as tfguard diagnose gives on the files now
