@@ -56,12 +56,6 @@ def test_canary_flatten_layers():
         assert [layer.name for layer in keras_compat.nested_layers(outer)] == ["inner", "inner_dense", "top"]
 
 
-def test_canary_loss_tracker():
-    with canary("Trainer._loss_tracker"):
-        tracker = keras_compat.loss_tracker(_dense())
-        assert isinstance(tracker, keras.metrics.Mean) and tracker.name == "loss"
-
-
 def test_canary_keras_home(monkeypatch):
     with canary("keras.src.backend.config.keras_home"):
         at_import = keras_compat.keras_home(at_import=True)
@@ -142,14 +136,6 @@ def test_canary_optimizer_trainable_variables():
         assert [v is w for v in keras_compat.optimizer_variables(optimizer)] == [True]
         optimizer.apply([tf.constant([1.0, 1.0])])  # no variables: the ones it was built for
         assert w.numpy().tolist() == [0.0, 1.0]
-
-
-def test_canary_learning_rate_as_set():
-    schedule = keras.optimizers.schedules.ExponentialDecay(0.1, decay_steps=10, decay_rate=0.5)
-    with canary("BaseOptimizer._learning_rate"):
-        assert keras_compat.learning_rate_setting(keras.optimizers.SGD(schedule)) is schedule
-        constant = keras_compat.learning_rate_setting(keras.optimizers.SGD(0.25))
-        assert isinstance(constant, keras.Variable) and float(constant.numpy()) == 0.25
 
 
 def test_canary_loss_function_kwargs():

@@ -11,8 +11,6 @@ this module, `tf_compat` (TensorFlow's) and the keras#20585 workaround:
 * `call_has_training_arg(model)`: whether `model.call` takes `training`
   (Keras keeps it as `Model._call_has_training_arg`);
 * `nested_layers(model)`: every nested layer (`Layer._flatten_layers`);
-* `loss_tracker(model)`: the compiled `loss` metric (`Trainer._loss_tracker`),
-  only to name it in reports;
 * `keras_home()`: Keras's cache folder (`keras.src.backend.config.keras_home`);
 * `build_before_trace(model, data)`: Keras's own `Trainer._symbolic_build`,
   called with a batch in hand so the optimizer's slots and the compiled
@@ -24,9 +22,6 @@ this module, `tf_compat` (TensorFlow's) and the keras#20585 workaround:
 * `optimizer_variables(optimizer)`: the trainable variables an optimizer
   was built for (`BaseOptimizer._trainable_variables`), what `apply`
   updates when it is called without them;
-* `learning_rate_setting(optimizer)`: the learning rate as it was set
-  (`BaseOptimizer._learning_rate`: a schedule, a callable or a variable),
-  where the public `learning_rate` is already evaluated;
 * `loss_function_kwargs(loss)`: the keyword arguments a built-in loss
   class passes to its function (`LossFunctionWrapper._fn_kwargs`:
   `from_logits`, `ignore_class`, ...);
@@ -92,10 +87,6 @@ def nested_layers(model: keras.layers.Layer) -> list[keras.layers.Layer]:
     return [layer for layer in model._flatten_layers(include_self=False, recursive=True)
             if not isinstance(layer, keras.layers.InputLayer)]
 
-
-def loss_tracker(model: keras.Model):
-    """The compiled model's `loss` mean metric, or `None` (a custom `compile`)."""
-    return getattr(model, "_loss_tracker", None)
 
 
 def keras_home(at_import: bool = False) -> Path:
@@ -180,14 +171,6 @@ def optimizer_variables(optimizer) -> list:
     """The trainable variables `optimizer` was built for: what `apply(grads)` updates when given no variables."""
     return list(optimizer._trainable_variables)
 
-
-def learning_rate_setting(optimizer):
-    """The learning rate as it was set: a `LearningRateSchedule`, a callable, a variable, or `None`.
-
-    The public `optimizer.learning_rate` is the current value (a schedule
-    already evaluated at `iterations`); this is what it is computed from.
-    """
-    return getattr(optimizer, "_learning_rate", None)
 
 
 def loss_function_kwargs(loss) -> dict:
@@ -288,5 +271,5 @@ def optimizers_of(model: keras.Model) -> list:
 
 __all__ = ["NEUTRAL_WRITES", "OPTIMIZER_CLASS", "KerasSurfaceWarning", "build_before_trace", "build_shapes",
            "call_has_training_arg", "clip_gradients", "compute_loss", "consumers", "keras_history", "keras_home",
-           "learning_rate_setting", "loss_function_kwargs", "loss_tracker", "nested_layers", "neutral_apply",
+           "loss_function_kwargs", "nested_layers", "neutral_apply",
            "neutral_writes", "optimizer_variables", "optimizers_of", "producer_inputs", "surface_changed", "unpack"]
