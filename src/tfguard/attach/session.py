@@ -206,7 +206,6 @@ class AttachSession:
         def fit(model, *args, **kwargs):
             return session._fit(original, model, args, kwargs)
 
-        fit._tfguard_session = self
         self._wrapper = fit
         self._warnings = warnings.catch_warnings()
         self._warnings.__enter__()
