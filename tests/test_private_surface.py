@@ -28,6 +28,7 @@ canaries of the adapters are `tests/hooks/test_keras_surface.py`,
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -190,6 +191,29 @@ def test_every_known_private_name_is_in_the_readme_table():
     assert "_trainable_variables" in used and "_resource" in used  # the adapters are read
     missing = sorted(name for name in used if name not in section)
     assert not missing, f"private names the adapters use but the README's table does not list: {missing}"
+
+
+def _readme_rows() -> list[list[str]]:
+    section = README.read_text().split("### Keras and TensorFlow internals tfguard still touches")[1].split("\n#")[0]
+    rows = [line.strip().strip("|").split(" | ") for line in section.splitlines() if line.startswith("| ")]
+    return [row for row in rows[1:] if not set(row[0]) <= set("-| ")]  # past the header and its rule
+
+
+def test_every_row_of_the_readme_table_names_a_canary_test_that_exists():
+    rows = _readme_rows()
+    assert len(rows) >= 20, "the README's private-surface table was not found"
+    root = README.parent
+    missing = []
+    for row in rows:
+        canaries = re.findall(r"`(tests/[\w/]+\.py)::(\w+)`", row[-1])
+        if not canaries:
+            missing.append(f"{row[0]}: no `tests/...py::test_name` in its canary column")
+        for path, name in canaries:
+            file = root / path
+            defined = file.is_file() and re.search(rf"^def {name}\(", file.read_text(), re.M)
+            if not defined:
+                missing.append(f"{row[0]}: {path}::{name} does not exist")
+    assert not missing, "README private-surface rows without a canary:\n" + "\n".join(missing)
 
 
 @pytest.mark.parametrize("adapter", sorted(ADAPTERS))
