@@ -8,18 +8,10 @@ and histograms are read off tensors the step has anyway.
 
 `build` returns the scalar signals as `Group`s (tags computed together:
 every layer's gradient norm from one vector of squared norms and one
-segment sum) and ordered maps histogram tag -> tensor; the step puts
+segment sum) and an ordered map histogram tag -> tensor; the step puts
 the scalars into one vector (`signals_of`) and buckets the histograms in
 one pass (`histograms_of`), each inside the branch of the recording step
 that runs only when the host says it is due.
-
-What is read off the layer outputs alone (dead and saturated fractions,
-activation histograms) is kept apart (`Probes.forward_groups`,
-`Probes.forward_hists`) for branches of its own: a branch holds what it
-captures until it runs, and one that needs only the forward pass runs when
-the forward pass ends, while the step holds every activation anyway. Taken
-with the gradients and weights at the step's end, every layer output lived
-through the whole backward pass (ResNet50, batch 16: ~800 MB).
 
 Example:
 
@@ -86,43 +78,15 @@ class Group:
     compute: Callable[[], tf.Tensor]
 
 
-@dataclasses.dataclass
-class Probes:
-    """What a recording step computes, in tag order within each part.
-
-    `forward_groups` and `forward_hists` (histogram tag -> thunk) need only
-    the layer outputs; `groups` and `hists` (tag -> tensor, variable,
-    `Bucketed` or thunk) need the gradients, the weights after the update
-    or the batch.
-    """
-
-    groups: list[Group]
-    hists: dict
-    forward_groups: list[Group]
-    forward_hists: dict
-
-    @property
-    def scalar_keys(self) -> list[str]:
-        """The scalar tags, forward ones first (the order of the step's `signals` vector)."""
-        return [tag for group in self.forward_groups + self.groups for tag in group.tags]
-
-    @property
-    def histogram_keys(self) -> list[str]:
-        """The histogram tags, forward ones first (the order of the step's `histograms` rows)."""
-        return [*self.forward_hists, *self.hists]
-
-
 def build(model: keras.Model, context: StepContext, records: list, x, y, wanted: Wanted,
-          histograms: bool) -> Probes:
+          histograms: bool) -> tuple[list[Group], dict]:
     """The scalar `Group`s and, when `histograms`, `tag -> tensor, variable or thunk` to bucket.
 
     The histograms are bucketed together by `histograms_of` (one pass over
-    each part), inside the branches that run only on histogram steps.
+    all of them), inside the branch that runs only on histogram steps.
     """
     groups: list[Group] = []
     hists: dict = {}
-    forward_groups: list[Group] = []
-    forward_hists: dict = {}
     variables, grads, owners = _gradients(context)
     _gradient_signals(model, variables, grads, groups, context.gradient_stats, owners)
     _input_signals(x, y, groups)
@@ -137,13 +101,13 @@ def build(model: keras.Model, context: StepContext, records: list, x, y, wanted:
         if kind == "relu":
             relus[tags.dead_fraction(layer.name)] = outs[0]
         elif kind in stats.SATURATING:
-            forward_groups.append(Group([tags.saturated_fraction(layer.name)],
-                                        lambda t=outs[0], k=kind: stats.saturated_fraction(t, k)))
+            groups.append(Group([tags.saturated_fraction(layer.name)],
+                                lambda t=outs[0], k=kind: stats.saturated_fraction(t, k)))
         if histograms and "activations" in wanted.histograms:
-            forward_hists[tags.hist_activations(layer.name)] = lambda t=outs[0]: stats.leading_examples(t)
+            hists[tags.hist_activations(layer.name)] = lambda t=outs[0]: stats.leading_examples(t)
     if relus:
         outputs = list(relus.values())
-        forward_groups.append(Group(list(relus), lambda: stats.dead_fractions(outputs)))
+        groups.append(Group(list(relus), lambda: stats.dead_fractions(outputs)))
     if histograms and "gradients" in wanted.histograms:
         for variable, grad in zip(variables, grads):  # bucketed at the optimizer's door when it could be
             hists[tags.hist_gradients(variable.path)] = context.gradient_buckets.get(id(variable), grad)
@@ -153,7 +117,7 @@ def build(model: keras.Model, context: StepContext, records: list, x, y, wanted:
         for variable in model.weights:  # after the update, non-trainable ones too
             if is_float(variable):
                 hists[tags.hist_weights(variable.path)] = variable
-    return Probes(groups, hists, forward_groups, forward_hists)
+    return groups, hists
 
 
 def signals_of(groups: list[Group]) -> tf.Tensor:
@@ -403,5 +367,5 @@ def _weight_signals(model, context: StepContext, groups) -> None:
     groups.append(Group([*map(tags.weight_norm, layers), *map(tags.update_ratio, layers)], compute))
 
 
-__all__ = ["HIST_BUCKETS", "NO_RATIO", "Bucketed", "Group", "Probes", "Wanted", "build", "gradient_buckets", "gradient_table",
+__all__ = ["HIST_BUCKETS", "NO_RATIO", "Bucketed", "Group", "Wanted", "build", "gradient_buckets", "gradient_table",
            "histograms_of", "layer_key", "optimizer_names", "signals_of"]

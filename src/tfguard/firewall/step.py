@@ -304,19 +304,22 @@ def make_step(model: keras.Model, inst, original) -> callable:
         scalar_keys: list[str] = []
         histogram_keys: list[str] = []
         if kinds:
-            built = probes.build(model, context, records, x, y, inst.wanted, bool(inst.wanted.histograms))
-            scalar_keys = built.scalar_keys
-            histogram_keys = built.histogram_keys
+            groups, hists = probes.build(model, context, records, x, y, inst.wanted,
+                                         bool(inst.wanted.histograms))
+            scalar_keys = [tag for group in groups for tag in group.tags]
+            histogram_keys = list(hists)
             # One recording trace: the host's flags say what this step computes (a step that
-            # records nothing runs no branch). What needs only the layer outputs has branches
-            # of its own, which run when the forward pass ends and free the outputs they hold.
-            if scalar_keys:
-                outputs["signals"] = _branches(inst.record_flag, [built.forward_groups, built.groups],
-                                               probes.signals_of, lambda groups: [sum(len(g.tags) for g in groups)])
-            if histogram_keys:
-                outputs["histograms"] = _branches(inst.histogram_flag, [built.forward_hists, built.hists],
-                                                  probes.histograms_of,
-                                                  lambda hists: [len(hists), probes.HIST_BUCKETS, 3])
+            # records nothing runs neither branch).
+            if groups:
+                outputs["signals"] = rare_cond(
+                    tf.convert_to_tensor(inst.record_flag),
+                    lambda: probes.signals_of(groups),
+                    lambda: tf.zeros([len(scalar_keys)]))
+            if hists:
+                outputs["histograms"] = rare_cond(
+                    tf.convert_to_tensor(inst.histogram_flag),
+                    lambda: probes.histograms_of(hists),
+                    lambda: tf.zeros([len(hists), probes.HIST_BUCKETS, 3]))
         finite_slots = [i for i, f in enumerate(flags) if f.finite]
         inst.set_plan(Plan(
             slots=[f.slot for f in flags], finite_slots=finite_slots,
@@ -331,18 +334,6 @@ def make_step(model: keras.Model, inst, original) -> callable:
 
     setattr(train_step, ORIGINAL_STEP, original)
     return train_step
-
-
-def _branches(flag, parts: list, compute, zeros_shape) -> tf.Tensor:
-    """`compute(part)` for each non-empty part, each in its own rare branch on `flag`, concatenated.
-
-    Each branch holds only what its own part captures, and runs as soon as
-    that is ready.
-    """
-    outs = [rare_cond(tf.convert_to_tensor(flag), lambda p=part: compute(p),
-                      lambda p=part: tf.zeros(zeros_shape(p)))
-            for part in parts if part]
-    return tf.concat(outs, axis=0) if len(outs) > 1 else outs[0]
 
 
 def _gradient_stats(context: StepContext, update, flag):
