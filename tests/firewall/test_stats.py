@@ -93,7 +93,8 @@ def test_dead_fractions_count_units_never_positive(mode):
 @pytest.mark.parametrize("jit_compile", [None, False, True])
 def test_chunked_histograms_are_the_packed_ones_in_bounded_pieces(jit_compile):
     rng = np.random.default_rng(0)
-    values = [rng.normal(size=s).astype(np.float32) for s in [(3,), (1000, 7), (50,), (4000,), (300,)]]
+    # 7000 and 4000 values: whole chunks and a rest; 2048: whole chunks only
+    values = [rng.normal(size=s).astype(np.float32) for s in [(3,), (1000, 7), (50,), (4000,), (300,), (2, 1024)]]
     values[1][5, 2] = np.nan
     values[3][17] = np.inf
     tensors = [tf.constant(v) for v in values]

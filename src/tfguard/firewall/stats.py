@@ -47,7 +47,7 @@ def activation_kind(layer: keras.layers.Layer) -> str | None:
 
 def _finite(x: tf.Tensor) -> tf.Tensor:
     x = tf.cast(x, tf.float32)
-    return tf.where(tf.math.is_finite(x), x, tf.zeros_like(x))
+    return tf.where(tf.math.is_finite(x), x, 0.0)  # a scalar: a zeros_like of a known shape is folded into a constant
 
 
 def dead_fractions(outputs: list[tf.Tensor]) -> tf.Tensor:
@@ -309,7 +309,9 @@ def _buckets_packed(tensors: list[tf.Tensor], count: int) -> tf.Tensor:
     width = tf.where(high > low, (high - low) / count, 1.0)
     index = tf.cast(tf.floor((x - tf.gather(low, segment)) / tf.gather(width, segment)), tf.int32)
     index = tf.clip_by_value(index, 0, count - 1) + segment * count
-    counts = tf.reshape(tf.math.unsorted_segment_sum(tf.ones_like(x), index, n * count), [n, count])
+    # ones that the graph optimizer cannot fold into a constant of x's size (index >= 0 always holds)
+    ones = tf.cast(index >= 0, tf.float32)
+    counts = tf.reshape(tf.math.unsorted_segment_sum(ones, index, n * count), [n, count])
     return _layout(low, width, counts, count)
 
 
@@ -352,15 +354,20 @@ def buckets_chunked(values: tf.Tensor, count: int = 30, chunk: int = HISTOGRAM_C
     _, low, high = tf.while_loop(lambda i, *_: i < steps, extremes,
                                  (tf.constant(0), tf.constant(float("inf")), tf.constant(float("-inf"))))
     width = tf.where(high > low, (high - low) / count, 1.0)
-    offsets = tf.range(chunk)
+
+    def counts_of(x):
+        index = tf.clip_by_value(tf.cast(tf.floor((x - low) / width), tf.int32), 0, count - 1)
+        return tf.math.unsorted_segment_sum(tf.cast(index >= 0, tf.float32), index, count)  # ones, not foldable
 
     def counting(i, counts):
-        start, x = piece(i)
-        fresh = tf.cast(start + offsets >= i * chunk, tf.float32)  # the last slice's overlap counts once
-        index = tf.clip_by_value(tf.cast(tf.floor((x - low) / width), tf.int32), 0, count - 1)
-        return i + 1, counts + tf.math.unsorted_segment_sum(fresh, index, count)
+        return i + 1, counts + counts_of(_finite(tf.slice(flat, tf.reshape(i * chunk, [1]), [chunk])))
 
-    _, counts = tf.while_loop(lambda i, _: i < steps, counting, (tf.constant(0), tf.zeros([count])))
+    # the whole slices in the loop, the rest (static, at most `chunk` values) after it: no per-value
+    # constant (a range, a mask) that the graph optimizer would fold into the graph per tensor
+    whole = n // chunk
+    _, counts = tf.while_loop(lambda i, _: i < whole, counting, (tf.constant(0), tf.zeros([count])))
+    if n > whole * chunk:
+        counts = counts + counts_of(_finite(flat[whole * chunk:]))
     return _layout(low[None], width[None], counts[None], count)[0]
 
 
