@@ -7,6 +7,7 @@ no TensorFlow import); the webhook is a real HTTP server on 127.0.0.1.
 from __future__ import annotations
 
 import http.server
+import io
 import json
 import os
 import signal
@@ -17,10 +18,12 @@ import threading
 import time
 
 import pytest
+from rich.console import Console
 
 from tests.watch.logs import EVENT_FILE, append, epoch_records, losses
 from tfguard.cli import main
 from tfguard.watch import WebhookOutput, watch_logdir
+from tfguard.watch.terminal import TerminalOutput
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -51,6 +54,16 @@ def test_once_json_lines_parse_and_exit_on_sets_the_status(logdir, capsys):
     out = capsys.readouterr().out
     assert "nonfinite" in out and "fix: " in out and "stopped at the first finding" in out
     assert main(["watch", str(logdir / "lr_0.01"), "--once", "--exit-on", "warning"]) == 0
+
+
+def test_the_terminal_header_says_once_or_the_interval(logdir, capsys):
+    assert main(["watch", str(logdir), "--once"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("looking once at ") and "Ctrl-C" not in first
+    shown = io.StringIO()
+    watch_logdir(logdir, interval=2, outputs=[TerminalOutput(Console(file=shown, soft_wrap=True))], max_polls=1,
+                 sleep=lambda seconds: None)
+    assert shown.getvalue().splitlines()[0] == f"watching {logdir} every 2 s (Ctrl-C stops it)"
 
 
 def test_once_on_a_missing_logdir_is_one_error_line(tmp_path, capsys):

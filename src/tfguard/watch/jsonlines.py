@@ -41,7 +41,7 @@ class JsonLinesOutput:
         self.stream.write(json.dumps(doc, allow_nan=False) + "\n")
         self.stream.flush()
 
-    def start(self, logdir: str, interval: float) -> None:
+    def start(self, logdir: str, interval: float | None) -> None:
         """Writes nothing: the stream holds events only."""
 
     def notice(self, text: str) -> None:

@@ -250,7 +250,7 @@ def watch_logdir(
     result = WatchResult()
     started = time.monotonic()
     for out in outputs:
-        out.start(watcher.logdir, interval)
+        out.start(watcher.logdir, None if once else interval)
     waiting = False
     terminated = []
     restore = _stop_on_sigterm(terminated)

@@ -69,8 +69,11 @@ class TerminalOutput:
         self.console = console
         self.clock = clock
 
-    def start(self, logdir: str, interval: float) -> None:
-        """Says what is watched."""
+    def start(self, logdir: str, interval: float | None) -> None:
+        """Says what is watched: every `interval` seconds, or once (`None`)."""
+        if interval is None:
+            self.console.print(Text(f"looking once at {_clean(logdir)}", style="dim"))
+            return
         self.console.print(Text(f"watching {_clean(logdir)} every {interval:g} s "
                                 "(Ctrl-C stops it)", style="dim"))
 

@@ -71,7 +71,7 @@ class WebhookOutput:
         self._thread = threading.Thread(target=self._work, name="tfguard-webhook", daemon=True)
         self._thread.start()
 
-    def start(self, logdir: str, interval: float) -> None:
+    def start(self, logdir: str, interval: float | None) -> None:
         """Sends nothing at the start."""
 
     def notice(self, text: str) -> None:
