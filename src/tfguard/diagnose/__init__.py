@@ -32,7 +32,7 @@ Example:
 from tfguard.diagnose.engine import Diagnosis, diagnose, metric_summary
 from tfguard.diagnose.finding import SEVERITIES, SYMPTOMS, Finding
 from tfguard.diagnose.inputs.logdir import load_signals
-from tfguard.diagnose.inputs.normalize import signals_from_runs
+from tfguard.diagnose.inputs.normalize import run_family, signals_from_runs
 from tfguard.diagnose.inputs.recorder import SignalRecorder
 from tfguard.diagnose.inputs.signals import MissingSignals, Series, Signals
 from tfguard.diagnose.inputs.violations import Violation, violations
@@ -74,6 +74,7 @@ __all__ = [
     "render_compare",
     "render_html",
     "render_terminal",
+    "run_family",
     "signals_from_runs",
     "to_json",
     "violations",

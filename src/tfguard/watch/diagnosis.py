@@ -2,10 +2,10 @@
 
 The runs of a logdir are grouped in *families*: a run directory, or for the
 stock Keras callback's layout the parent folder of `train/` and
-`validation/` (which `tfguard.diagnose.signals_from_runs` turns into one
-run). When any run of a family got new records, the whole family is
-normalized and diagnosed again, with the public `tfguard.diagnose`
-functions, so a finding has the same id, words, onset and root cause as
+`validation/` (`tfguard.diagnose.run_family`, the rule by which
+`tfguard.diagnose.signals_from_runs` turns them into one run). When any
+run of a family got new records, the whole family is normalized and
+diagnosed again, with the public `tfguard.diagnose` functions, so a finding has the same id, words, onset and root cause as
 `tfguard diagnose` gives on the same bytes. Families without new data are
 not touched.
 
@@ -14,32 +14,21 @@ never the signals, whose arrays are views of the followers' buffers.
 
 Example:
 
->>> family("sweep/lr_0.1/train"), family("sweep/lr_0.1"), family("train")
-('sweep/lr_0.1', 'sweep/lr_0.1', '.')
+>>> RunState("lr_10", "tfguard", (), {"state": "healthy"}, False, 12, 1).last_step
+12
 """
 
 from __future__ import annotations
 
 import dataclasses
-import posixpath
 from collections.abc import Iterable
 
 import numpy as np
 
-from tfguard.diagnose import Finding, Thresholds, diagnose, signals_from_runs
+from tfguard.diagnose import Finding, Thresholds, diagnose, run_family, signals_from_runs
 from tfguard.watch.logdir import LogdirFollower
 
-__all__ = ["RunState", "diagnose_families", "family"]
-
-_KERAS_SUBRUNS = ("train", "validation")
-
-
-def family(name: str) -> str:
-    """The family of run `name`: its parent for a Keras `train`/`validation` folder, else itself."""
-    if posixpath.basename(name) in _KERAS_SUBRUNS:
-        return posixpath.dirname(name) or "."
-    return name
-
+__all__ = ["RunState", "diagnose_families"]
 
 @dataclasses.dataclass(frozen=True)
 class RunState:
@@ -75,7 +64,7 @@ def diagnose_families(follower: LogdirFollower, families: Iterable[str], *, root
 
     Args:
         follower: the logdir's follower.
-        families: the families to diagnose (see `family`).
+        families: the families to diagnose (see `tfguard.diagnose.run_family`).
         root_name: the name of the logdir itself in reports.
         thresholds: the rules' thresholds. Defaults to `None` (the documented defaults).
 
@@ -83,11 +72,11 @@ def diagnose_families(follower: LogdirFollower, families: Iterable[str], *, root
         family -> the `RunState` of each run it holds now (maybe none).
     """
     families = set(families)
-    names = [name for name in follower.names if family(name) in families]
+    names = [name for name in follower.names if run_family(name) in families]
     display = {}
     for name in names:
-        display[root_name if name == "." else name] = family(name)
-        fam = family(name)
+        display[root_name if name == "." else name] = run_family(name)
+        fam = run_family(name)
         display[root_name if fam == "." else fam] = fam
     out: dict[str, list[RunState]] = {fam: [] for fam in families}
     for signals in signals_from_runs(follower.snapshot(names), root_name=root_name):
@@ -97,6 +86,6 @@ def diagnose_families(follower: LogdirFollower, families: Iterable[str], *, root
             ended=signals.status is not None,
             last_step=_last(s.steps for s in signals.scalars.values()),
             last_epoch=_last(s.epochs for s in signals.scalars.values()))
-        out.setdefault(display.get(d.run, family(d.run)), []).append(state)
+        out.setdefault(display.get(d.run, run_family(d.run)), []).append(state)
         del d, signals  # their arrays are views of the followers' buffers
     return out

@@ -27,10 +27,10 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 
-from tfguard.diagnose import Thresholds
+from tfguard.diagnose import Thresholds, run_family
 from tfguard.errors import ContractError, EventFileError
 from tfguard.findings import severity_rank
-from tfguard.watch.diagnosis import diagnose_families, family
+from tfguard.watch.diagnosis import diagnose_families
 from tfguard.watch.event import SCHEMA, WatchEvent, iso_time
 from tfguard.watch.follow import DEFAULT_SETTLE, ByteCounter
 from tfguard.watch.logdir import LogdirFollower
@@ -159,7 +159,7 @@ class Watcher:
             f"damaged event file {d.path} at offset {d.offset}: {d.reason}", severity="warning",
             detail={"path": d.path, "offset": d.offset, "kind": d.kind}, time=now)
             for run, d in damage]
-        families = sorted({family(name) for name in changed})
+        families = sorted({run_family(name) for name in changed})
         states = diagnose_families(self.follower, families, root_name=self.root_name,
                                    thresholds=self.thresholds)
         for fam in families:

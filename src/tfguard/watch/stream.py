@@ -56,7 +56,7 @@ class FindingStream:
         """Takes the new diagnosis of one family of runs; returns the events it makes.
 
         Args:
-            family: the family diagnosed (`tfguard.watch.diagnosis.family`).
+            family: the family diagnosed (`tfguard.diagnose.run_family`).
             states: the `RunState` of each of its runs now.
             now: the current time (`time.time()`), stamped on the events.
 

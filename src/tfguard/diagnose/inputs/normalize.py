@@ -42,6 +42,19 @@ _KERAS_RUNS = ("train", "validation")
 _TFGUARD_PREFIXES = tags.SCALAR_NAMESPACES
 
 
+def run_family(name: str) -> str:
+    """The run a log folder belongs to: the parent of a Keras `train/` or `validation/` folder, else itself.
+
+    Example:
+
+    >>> run_family("sweep/lr_0.1/train"), run_family("sweep/lr_0.1"), run_family("train")
+    ('sweep/lr_0.1', 'sweep/lr_0.1', '.')
+    """
+    if posixpath.basename(name) in _KERAS_RUNS:
+        return posixpath.dirname(name) or "."
+    return name
+
+
 def keras_tag(tag: str, subrun: str) -> str | None:
     """The tfguard tag of a stock Keras TensorBoard scalar tag, or `None` to drop it.
 
@@ -310,8 +323,7 @@ def signals_from_runs(runs: Mapping[str, object], *, root_name: str = ".", lint=
     groups: dict[str, dict[str, object]] = {}
     for name, run in runs.items():
         if _is_keras(run):
-            parent = posixpath.dirname(name) or "."
-            groups.setdefault(parent, {})[posixpath.basename(name)] = run
+            groups.setdefault(run_family(name), {})[posixpath.basename(name)] = run
     out = []
     for parent, members in groups.items():
         display = root_name if parent == "." else parent

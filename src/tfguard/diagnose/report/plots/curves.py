@@ -41,8 +41,8 @@ from tfguard.diagnose.report.plots.kit import (
     finish,
     label,
     mark,
+    plot_losses,
     png,
-    positive_log,
     use_steps,
     xy,
 )
@@ -78,14 +78,7 @@ def loss_png(signals: Signals, findings) -> bytes | None:
     by_step = use_steps([s for _, s in curves])
     fig = figure(8, 3.6)
     ax = fig.subplots()
-    plotted = []
-    for tag, s in curves:
-        x, y = xy(s, by_step)
-        style = ({"alpha": 0.45, "linewidth": 0.8} if tag.startswith(tags.BATCH)
-                 else {"marker": "o", "markersize": 3})
-        ax.plot(x, y, label=tag, **style)
-        plotted.append(y)
-    positive_log(ax, plotted)
+    plot_losses(ax, curves, by_step)
     mark(ax, signals, findings, by_step)
     finish(ax, "step" if by_step else "epoch", "loss")
     return png(fig)

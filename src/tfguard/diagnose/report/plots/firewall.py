@@ -25,7 +25,13 @@ import numpy as np
 from tfguard import tags
 from tfguard.diagnose.inputs.signals import Signals
 from tfguard.diagnose.inputs.violations import CHECKPOINTS, Violation
-from tfguard.diagnose.report.plots.kit import figure, finish, label, png, positive_log, xy
+from tfguard.diagnose.report.plots.kit import (
+    figure,
+    finish,
+    label,
+    plot_losses,
+    png,
+)
 
 _ACTIONS = {"skipped": ("x", "#c0392b"), "warned": ("^", "#d68910"), "raised": ("s", "#7b241c")}
 
@@ -50,14 +56,7 @@ def firewall_png(signals: Signals, found: list[Violation]) -> bytes | None:
     if curves:
         top, bottom = fig.subplots(2, 1, sharex=True,
                                    gridspec_kw={"height_ratios": [2.6, 0.9 + 0.28 * len(rows)]})
-        plotted = []
-        for tag, s in curves:
-            x, y = xy(s, True)
-            style = ({"alpha": 0.5, "linewidth": 0.8} if tag.startswith(tags.BATCH)
-                     else {"marker": "o", "markersize": 3})
-            top.plot(x, y, label=tag, **style)
-            plotted.append(y)
-        positive_log(top, plotted)
+        plot_losses(top, curves, True, batch_alpha=0.5)
         for v in found:
             top.axvspan(v.step - 0.5, v.step + 0.5, color="#c0392b", alpha=0.25, linewidth=0)
         finish(top, "", "loss, with the steps the firewall flagged (red)")

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from tfguard import tags
 from tfguard.diagnose.inputs.signals import Series, Signals
 
 if TYPE_CHECKING:
@@ -107,6 +108,19 @@ def mark(ax, signals: Signals, findings, by_step: bool) -> None:
         ax.annotate(label(f.id, 30), xy=(x, 1.0 - 0.08 * row), xycoords=("data", "axes fraction"),
                     rotation=0, fontsize=7, color=color, ha="left", va="top",
                     bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": color, "alpha": 0.85})
+
+
+def plot_losses(ax, curves: list[tuple[str, Series]], by_step: bool, *,
+                batch_alpha: float = 0.45) -> None:
+    """Draws loss curves: per-batch tags as thin faint lines, epoch tags with markers; log y if apt."""
+    plotted = []
+    for tag, s in curves:
+        x, y = xy(s, by_step)
+        style = ({"alpha": batch_alpha, "linewidth": 0.8} if tag.startswith(tags.BATCH)
+                 else {"marker": "o", "markersize": 3})
+        ax.plot(x, y, label=tag, **style)
+        plotted.append(y)
+    positive_log(ax, plotted)
 
 
 def positive_log(ax, values: list[np.ndarray]) -> None:
