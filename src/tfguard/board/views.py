@@ -27,6 +27,7 @@ import time
 from tfguard import tags
 from tfguard.diagnose import Diagnosis, compare_diagnoses, to_json, violations
 from tfguard.findings import strict_json
+from tfguard.findings_table import count_text
 
 MAX_VIOLATIONS = 200
 """The most violations one run's answer lists (the count says how many there were)."""
@@ -36,9 +37,6 @@ MAX_CURVE_POINTS = 400
 
 SORT_KEYS = ("val/accuracy", "val/loss", "train/accuracy", "train/loss")
 """The ranking metric: the first of these that some run logged."""
-
-_SEVERITIES = ("error", "warning", "info")
-
 
 def headline(d: Diagnosis) -> tuple[str, str]:
     """`(kind, text)`: how the run ended or what was found, in the terminal report's words.
@@ -58,8 +56,7 @@ def headline(d: Diagnosis) -> tuple[str, str]:
         return state, str(d.status.get("text", state))
     if d.worst is None:
         return "healthy", "healthy: no symptom found"
-    counts = {s: sum(1 for f in d.findings if f.severity == s) for s in _SEVERITIES}
-    return d.worst, ", ".join(f"{n} {s}{'s' if n > 1 else ''}" for s, n in counts.items() if n)
+    return d.worst, count_text(d.findings).plain
 
 
 def _violations(d: Diagnosis) -> tuple[list[dict], int]:

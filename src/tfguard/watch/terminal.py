@@ -32,18 +32,13 @@ import time
 from rich.console import Console
 from rich.text import Text
 
-from tfguard.text import printable
+from tfguard.findings_table import SEVERITY_STYLES
+from tfguard.text import clean
 from tfguard.watch.event import WatchEvent
 
 __all__ = ["TerminalOutput"]
 
-STYLES = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 _INDENT = " " * 10
-
-
-def _clean(value, limit: int = 300) -> str:
-    text = printable(value, newlines=False)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _where(event: WatchEvent) -> str:
@@ -72,14 +67,14 @@ class TerminalOutput:
     def start(self, logdir: str, interval: float | None) -> None:
         """Says what is watched: every `interval` seconds, or once (`None`)."""
         if interval is None:
-            self.console.print(Text(f"looking once at {_clean(logdir)}", style="dim"))
+            self.console.print(Text(f"looking once at {clean(logdir)}", style="dim"))
             return
-        self.console.print(Text(f"watching {_clean(logdir)} every {interval:g} s "
+        self.console.print(Text(f"watching {clean(logdir)} every {interval:g} s "
                                 "(Ctrl-C stops it)", style="dim"))
 
     def notice(self, text: str) -> None:
         """A remark of the watch itself (waiting for the logdir, a failing webhook)."""
-        self.console.print(Text(time.strftime("%H:%M:%S", self.clock()) + "  " + _clean(text, 500),
+        self.console.print(Text(time.strftime("%H:%M:%S", self.clock()) + "  " + clean(text, 500),
                                 style="dim"))
 
     def emit(self, event: WatchEvent) -> None:
@@ -87,26 +82,26 @@ class TerminalOutput:
         line = Text(time.strftime("%H:%M:%S", self.clock(event.time or None)) + "  ")
         label = {"finding": event.severity, "changed": event.severity, "ended": event.severity,
                  "resolved": "resolved", "damage": "damage", "run": "run"}[event.kind]
-        line.append(f"{label:<8} ", style=STYLES.get(label, "green" if label == "resolved" else
+        line.append(f"{label:<8} ", style=SEVERITY_STYLES.get(label, "green" if label == "resolved" else
                                                      "yellow" if label == "damage" else "dim"))
-        line.append(_clean(event.run, 120), style="bold magenta")
+        line.append(clean(event.run, 120), style="bold magenta")
         where = _where(event)
         if where:
             line.append(f"  {where}")
         f = event.finding
         if event.kind in ("finding", "changed") and f is not None:
-            layer = f" at {_clean(f.where, 80)}" if f.where else ""
+            layer = f" at {clean(f.where, 80)}" if f.where else ""
             changed = " (changed)" if event.kind == "changed" else ""
             line.append(f"  {f.id}{layer}{changed}: ", style="bold")
-            line.append(_clean(event.text, 1000))
+            line.append(clean(event.text, 1000))
             self.console.print(line)
             if f.cause:
                 cause = f.cause[0] + (f" at {f.cause[1]}" if len(f.cause) > 1 and f.cause[1] else "")
-                self.console.print(Text(f"{_INDENT}root cause: {_clean(cause, 200)}", style="dim"))
+                self.console.print(Text(f"{_INDENT}root cause: {clean(cause, 200)}", style="dim"))
             if f.suggestion:
-                self.console.print(Text(f"{_INDENT}fix: {_clean(f.suggestion, 1000)}", style="green"))
+                self.console.print(Text(f"{_INDENT}fix: {clean(f.suggestion, 1000)}", style="green"))
             return
-        line.append("  " + _clean(event.text, 1000), style="dim" if event.kind == "run" else "")
+        line.append("  " + clean(event.text, 1000), style="dim" if event.kind == "run" else "")
         self.console.print(line)
 
     def finish(self, result) -> None:
