@@ -11,7 +11,12 @@ Contenders: plain `fit`; `tfguard.guard(policy="skip")`;
 `guard(forward="layers")`; `tfguard.Logger()` defaults (scalars every 10
 steps, histograms of weights, gradients and activations every 100: step 0
 is one); `Logger(histograms_every=0)`; `keras.callbacks.TensorBoard(
-histogram_freq=1)`, the peer. Models (`scale_models.py`): the 50 M and 100 M
+histogram_freq=1)`, the peer; and two floors without tfguard, a
+custom `train_step` as Keras writes it (`custom_step`) and the same step
+applying its update under one `tf.cond` on the finiteness of every
+gradient (`all_or_nothing`: LossScaleOptimizer's pattern, what any check
+of a whole update before it is written costs: every gradient lives until
+the decision, where plain `fit` frees each after its own update). Models (`scale_models.py`): the 50 M and 100 M
 three-layer MLP, ResNet50.
 
 With `--run-command`, also a whole process: a script that trains the 100 M
@@ -41,7 +46,8 @@ from pathlib import Path
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 HERE = Path(__file__).resolve().parent
-CONTENDERS = ("plain", "guard", "guard_layers", "logger", "logger_no_histograms", "keras_tensorboard")
+CONTENDERS = ("plain", "guard", "guard_layers", "logger", "logger_no_histograms", "keras_tensorboard",
+              "custom_step", "all_or_nothing")
 STEPS = {"mlp50m": (3, 64), "mlp100m": (3, 64), "resnet50": (3, 16), "mlp_deep200": (3, 64)}
 
 
@@ -49,6 +55,33 @@ def _rss_now() -> int:
     """Resident bytes of this process now."""
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def own_step(model, gated: bool) -> None:
+    """Gives `model` a custom `train_step` (Keras's, written out); `gated`: applied only when every gradient is finite."""
+    import tensorflow as tf
+
+    def train_step(data):
+        x, y = data
+        with tf.GradientTape() as tape:
+            loss = model.compute_loss(x=x, y=y, y_pred=model(x, training=True), training=True)
+        variables = model.trainable_variables
+        grads = tape.gradient(loss, variables)
+        if not model.optimizer.built:  # as `apply` would, at the first trace (not inside the cond)
+            model.optimizer.build(variables)
+        if not gated:
+            model.optimizer.apply(grads, variables)
+            return {"loss": loss}
+
+        def apply():
+            model.optimizer.apply(grads, variables)
+            return tf.constant(True)
+
+        finite = tf.reduce_all(tf.stack([tf.reduce_all(tf.math.is_finite(g)) for g in grads]))
+        tf.cond(finite, apply, lambda: tf.constant(False))
+        return {"loss": loss}
+
+    model.train_step = train_step
 
 
 def child(model_name: str, contender: str, steps: int, batch: int) -> dict:
@@ -68,12 +101,18 @@ def child(model_name: str, contender: str, steps: int, batch: int) -> dict:
     logdir = tempfile.mkdtemp(prefix="tfguard-memory-")
     if contender == "guard":
         tfguard.guard(model, policy="skip", quarantine_dir=None)
+    elif contender == "guard_held":  # every update held (the transaction), none gated
+        tfguard.guard(model, policy="skip", quarantine_dir=None, hold_bytes=2**62)
+    elif contender == "guard_output_off":
+        tfguard.guard(model, policy="skip", quarantine_dir=None, forward="off")
     elif contender == "guard_layers":
         tfguard.guard(model, policy="skip", forward="layers", quarantine_dir=None)
     elif contender == "logger":
         callbacks.append(tfguard.Logger(logdir))
     elif contender == "logger_no_histograms":
         callbacks.append(tfguard.Logger(logdir, histograms_every=0))
+    elif contender in ("custom_step", "all_or_nothing"):
+        own_step(model, gated=contender == "all_or_nothing")
     elif contender == "keras_tensorboard":
         callbacks.append(tf.keras.callbacks.TensorBoard(logdir, histogram_freq=1))
     gpu = bool(tf.config.list_physical_devices("GPU"))

@@ -95,9 +95,12 @@ def counted_flag(slot: Slot, tensor: tf.Tensor, reducer: stats.Reducer | None = 
     (False, [-1.0, -1.0, -1.0, 2.0])
     """
     total = tensor.shape.num_elements()
-    ok = tf.math.is_finite((reducer or stats.Reducer()).sums([tensor])[0])
-    size = tf.constant(float(total)) if total is not None else tf.cast(tf.size(tensor), tf.float32)
-    return Flag(slot, ok=ok, counts=tf.stack([UNCOUNTED, UNCOUNTED, UNCOUNTED, size]))
+    ok = tf.math.is_finite((reducer or stats.Reducer()).sum_of(tensor))
+    if total is not None:  # one constant: a gated step judges hundreds of these, each a few ops at most
+        counts = tf.constant([UNCOUNTED, UNCOUNTED, UNCOUNTED, float(total)])
+    else:
+        counts = tf.concat([tf.fill([3], UNCOUNTED), tf.cast(tf.size(tensor), tf.float32)[None]], axis=0)
+    return Flag(slot, ok=ok, counts=counts)
 
 
 def finite_flags(checkpoint: str, named: dict) -> list[Flag]:

@@ -151,16 +151,21 @@ class Reducer:
         A finite sum means every value is finite: the cheap half of a
         finiteness check. Sums taken in another graph (a branch) are taken again.
         """
+        return tf.stack([self.sum_of(t) for t in tensors])
+
+    def sum_of(self, t: tf.Tensor) -> tf.Tensor:
+        """The float32 sum of `t` (a scalar), taken once per reducer and graph: `sums` of one tensor, without a stack.
+
+        A per-tensor judgement (a gated update's values, one variable at a
+        time) costs one `Sum` here, not a `Pack`, a `Sum` and a slice.
+        """
         graph = tf.compat.v1.get_default_graph() if not tf.executing_eagerly() else None
-        out = []
-        for t in tensors:
-            known = self._sums.get(id(t))
-            if known is None or known[0] is not t or graph is None or known[1].graph is not graph:
-                known = (t, self.sum(as_float32(t)))
-                if graph is not None:
-                    self._sums[id(t)] = known
-            out.append(known[1])
-        return tf.stack(out)
+        known = self._sums.get(id(t))
+        if known is None or known[0] is not t or graph is None or known[1].graph is not graph:
+            known = (t, self.sum(as_float32(t)))
+            if graph is not None:
+                self._sums[id(t)] = known
+        return known[1]
 
     def _axes_of(self, rank: int, last: bool) -> tf.Tensor:
         axes = self._axes.get((rank, last))
