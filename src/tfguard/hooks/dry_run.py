@@ -48,26 +48,53 @@ def supports(optimizer) -> bool:
     return not (getattr(optimizer, "use_ema", False) and getattr(optimizer, "ema_overwrite_frequency", None))
 
 
-def dry_run(optimizer, grads: list, variables: list, each=None, after=None) -> list[tuple[object, object]] | None:
+CHUNK_BYTES = 4 * 2**20
+"""Variables updated together in one dry-run step: at most this many bytes of them (a larger one alone)."""
+
+
+def _chunks(pairs: list, limit: int) -> list[list]:
+    """`(gradient, variable)` pairs in runs of consecutive variables of at most `limit` bytes together.
+
+    >>> [len(c) for c in _chunks([(None, tf.zeros([4]))] * 5, 32)]
+    [2, 2, 1]
+    """
+    chunks, current, size = [], [], 0
+    for pair in pairs:
+        bytes_ = state_bytes([pair[1]])
+        if current and size + bytes_ > limit:
+            chunks.append(current)
+            current, size = [], 0
+        current.append(pair)
+        size += bytes_
+    return chunks + ([current] if current else [])
+
+
+def dry_run(optimizer, grads: list, variables: list, each=None, after=None,
+            chunk_bytes: int = CHUNK_BYTES) -> list[tuple[object, object]] | None:
     """`(variable, value)` for every variable `optimizer.apply(grads, variables)` would assign.
 
-    One variable at a time: the update of each variable (with its slots and
-    `iterations`) is computed in its own `StatelessScope`, after `each` has
-    consumed the previous one's values, so one variable's values are alive
-    at a time, as in the real apply. Gradients are clipped together first
-    when the optimizer clips by the global norm.
+    A few variables at a time: the update of a run of consecutive variables
+    of at most `chunk_bytes` (with their slots and `iterations`) is computed
+    in its own `StatelessScope`, after `each` has consumed the previous
+    run's values, so what is alive at once is one run's values (a large
+    variable is a run alone), as in the real apply; the optimizer's own
+    preamble (learning rate, iterations) is traced once per run, not once per
+    variable. Gradients are clipped together first when the optimizer clips
+    by the global norm.
 
     Args:
         optimizer: a built Keras optimizer.
         grads: the gradients, as `apply` would get them (`None` entries allowed).
         variables: the trainable variables they update.
-        each: called with each variable's `[(variable, value), ...]`; returns
-            a tensor the next variable's dry run waits for. Defaults to `None`.
-        after: a tensor the first variable's dry run waits for. Defaults to `None`.
+        each: called with each run's `[(variable, value), ...]`; returns
+            a tensor the next run's dry run waits for. Defaults to `None`.
+        after: a tensor the first run's dry run waits for. Defaults to `None`.
+        chunk_bytes: the most bytes of variables in one run (`CHUNK_BYTES`);
+            0: one variable at a time.
 
     Returns:
-        The values in the order the update assigns them (each weight, then
-        its slots and `iterations`), or `None` when `supports(optimizer)` is false.
+        The values in the order the update assigns them (each run's weights,
+        then their slots and `iterations`), or `None` when `supports(optimizer)` is false.
     """
     if not supports(optimizer):
         return None
@@ -82,18 +109,16 @@ def dry_run(optimizer, grads: list, variables: list, each=None, after=None) -> l
         if clip:  # clipped together above: the per-variable applies must not clip again
             object.__setattr__(optimizer, "global_clipnorm", None)
         try:
-            for grad, variable in zip(grads, variables):
-                if grad is None:
-                    continue
+            for chunk in _chunks([(g, v) for g, v in zip(grads, variables) if g is not None], chunk_bytes):
                 with tf.control_dependencies([previous] if previous is not None else []), \
                         keras.StatelessScope() as scope:
-                    keras_compat.neutral_apply(optimizer, [grad], [variable])
+                    keras_compat.neutral_apply(optimizer, [g for g, _ in chunk], [v for _, v in chunk])
                 mine = []
-                for candidate in [variable, *optimizer.variables]:
+                for candidate in [*(v for _, v in chunk), *optimizer.variables]:
                     value = scope.get_current_value(candidate)
                     if value is not None and id(candidate) not in seen:
                         mine.append((candidate, value))
-                seen.add(id(variable))
+                seen.update(id(v) for _, v in chunk)
                 seen.update(id(c) for c, _ in mine if c is not optimizer.iterations)
                 written += [(c, v) for c, v in mine if not any(c is w for w, _ in written)]
                 previous = each(mine) if each is not None else None
@@ -156,4 +181,4 @@ def _is_float(variable) -> bool:
         return False
 
 
-__all__ = ["dry_run", "state_bytes", "supports", "weight_table", "weight_table_of_update"]
+__all__ = ["CHUNK_BYTES", "dry_run", "state_bytes", "supports", "weight_table", "weight_table_of_update"]
