@@ -16,8 +16,9 @@ OPTIMIZERS = {
 }
 
 
+@pytest.mark.parametrize("chunk_bytes", [0, dry_run.CHUNK_BYTES], ids=["one_variable_at_a_time", "in_runs"])
 @pytest.mark.parametrize("name", sorted(OPTIMIZERS))
-def test_the_dry_run_is_the_update_bitwise_and_writes_nothing(name):
+def test_the_dry_run_is_the_update_bitwise_and_writes_nothing(name, chunk_bytes):
     keras.utils.set_random_seed(0)
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, kernel_constraint=keras.constraints.MaxNorm(1.0)),
                               keras.layers.Dense(3)])
@@ -32,7 +33,7 @@ def test_the_dry_run_is_the_update_bitwise_and_writes_nothing(name):
         with tf.GradientTape() as tape:
             loss = tf.reduce_mean((model(x) - y) ** 2)
         grads = tape.gradient(loss, model.trainable_variables)
-        written = dry_run.dry_run(optimizer, grads, model.trainable_variables)
+        written = dry_run.dry_run(optimizer, grads, model.trainable_variables, chunk_bytes=chunk_bytes)
         values = {id(v): tf.identity(value) for v, value in written}
         before = [tf.identity(v.value) for v in state]
         with tf.control_dependencies([*values.values(), *before]):
@@ -57,3 +58,27 @@ def test_optimizers_it_cannot_follow_get_none():
     accumulating.build([w])
     assert dry_run.dry_run(accumulating, [tf.constant([1.0])], [w]) is None
     assert not dry_run.supports(keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD()))
+
+
+def test_runs_of_variables_keep_their_order_and_a_large_one_stands_alone():
+    pairs = [(None, tf.zeros([n])) for n in (4, 4, 100, 4)]
+    assert [[int(v.shape[0]) for _, v in run] for run in dry_run._chunks(pairs, 64)] == [[4, 4], [100], [4]]
+    assert [len(run) for run in dry_run._chunks(pairs, 0)] == [1, 1, 1, 1]
+
+
+@pytest.mark.parametrize("recording", [True, False])
+def test_weight_table_across_a_write_is_the_squared_norms_before_of_the_change_and_after(recording):
+    w = keras.Variable([[3.0, 4.0], [0.0, 0.0]])
+    b = keras.Variable([1.0, -1.0])
+    flag = tf.Variable(recording)
+
+    @tf.function
+    def step():
+        befores = [tf.convert_to_tensor(w.value), tf.convert_to_tensor(b.value)]  # read before the write
+        w.assign_add([[1.0, 0.0], [0.0, 2.0]])
+        b.assign([1.0, 1.0])
+        return dry_run.weight_table_across([w, b], befores, flag)
+
+    table = step().numpy().tolist()
+    expected = [[25.0, 5.0, 36.0], [2.0, 4.0, 2.0]] if recording else [[0.0] * 3] * 2
+    np.testing.assert_allclose(table, expected)

@@ -385,3 +385,28 @@ def test_every_violation_is_read_back_when_skipped_batches_share_a_step(tmp_path
     assert run.scalars[tags.GUARD_VIOLATIONS][2][-1] == len(records) == 8
     (diagnosis,) = diagnose_logdir(tmp_path)
     assert len(diagnosis.signals.guard_events) == 8
+
+
+def test_a_large_update_logs_the_weight_norms_and_update_ratios_a_held_one_does(tmp_path, images, monkeypatch):
+    """Above the hold limit an update's table is taken across its write (no held copy, no dry run): the same figures."""
+    from tfguard.firewall import step as guarded_step
+    from tfguard.hooks import dry_run
+
+    taken = []
+    across = dry_run.weight_table_across
+    monkeypatch.setattr(dry_run, "weight_table_across", lambda *args: taken.append(args) or across(*args))
+    x, y = images
+    runs = {}
+    for name, limit in (("held", guarded_step.HOLD_BYTES), ("across", 0)):
+        monkeypatch.setattr(guarded_step, "HOLD_BYTES", limit)
+        logger = Logger(tmp_path / name, scalars_every=2, histograms=False)
+        _fit(tiny_cnn(), x, y, logger, epochs=2)
+        runs[name] = read_run(logger.run_path)
+        assert bool(taken) == (name == "across")
+    wanted = [tag for tag in runs["held"] if tag.startswith(("weight_norm/", "update_ratio/"))]
+    assert len(wanted) >= 4 and set(wanted) <= set(runs["across"])
+    for tag in wanted:
+        assert steps(runs["across"][tag]) == steps(runs["held"][tag]), tag
+        np.testing.assert_allclose([p.value for p in runs["across"][tag]], [p.value for p in runs["held"][tag]],
+                                   rtol=1e-5, err_msg=tag)
+    assert all(0 < p.value < 1 for p in runs["across"]["update_ratio/conv"])

@@ -43,7 +43,7 @@ import keras
 import tensorflow as tf
 
 from tfguard.hooks import dry_run, keras_compat
-from tfguard.hooks.transaction import Transaction, tf_variable
+from tfguard.hooks.transaction import Transaction, is_float, tf_variable
 
 _LOCAL = threading.local()
 _INSTALLED: dict[type, tuple[Callable, bool]] = {}
@@ -114,6 +114,7 @@ class StepContext:
         self.restores = False  # whether a rejected step is rolled back (a guard): held values are copies anyway
         self.hold_bytes = None  # set by the step: an update with more state is never held for its statistics
         self._pending = None  # what the next apply must wait for
+        self._across = None  # the variables whose weight table the next apply's end takes
         self.door_hooks: list[Callable] = []  # hook(update) -> a tensor the update's apply waits for, or None
         self.gradient_buckets: dict = {}  # variable id -> its gradient's histogram, bucketed at the door
         self.gradient_stats: dict = {}  # variable id -> (table, row): squared norm, zeros, size, at the door
@@ -157,17 +158,13 @@ class StepContext:
         self.updates.append(update)
         ok = self.gate(update) if self.gate is not None else None
         if ok is None and self.record_flag is not None and not self.restores and scale is None \
-                and dry_run.supports(optimizer) and not tf.executing_eagerly() \
-                and self.hold_bytes is not None \
+                and not tf.executing_eagerly() and self.hold_bytes is not None \
                 and dry_run.state_bytes([*variables, *optimizer.variables]) > self.hold_bytes:
-            # a large update not held for a rollback: its weight statistics come from a dry run on
-            # recording steps, before it writes, rather than from a value held across it (a copy);
-            # a small one is held (its copy is small, a dry run costs ops per variable)
-            table, members = dry_run.weight_table_of_update(optimizer, update.gradients, variables,
-                                                           self.record_flag)
-            for row, variable in enumerate(members):
-                self.weight_stats[id(tf_variable(variable))] = (table, row)
-            self._pending = table
+            # a large update not held for a rollback: its weight statistics are taken right after it
+            # writes, each variable's value before dying with its row (`dry_run.weight_table_across`);
+            # a small one's held values feed the recording branch at the step's end (a copy, but small)
+            self._across = [v for g, v in zip(update.gradients, variables)
+                            if g is not None and is_float(v)]
         waits = [w for w in (hook(update) for hook in self.door_hooks) if w is not None]
         if waits:
             if ok is not None:
@@ -178,12 +175,20 @@ class StepContext:
         return ok
 
     def run_update(self, apply: Callable[[], object]):
-        """Runs an update that is not gated, after what it must wait for."""
+        """Runs an update that is not gated, after what it must wait for (then its weight table, if due)."""
         pending, self._pending = self._pending, None
         if pending is None:
-            return apply()
-        with tf.control_dependencies([pending]):
-            return apply()
+            result = apply()
+        else:
+            with tf.control_dependencies([pending]):
+                result = apply()
+        across, self._across = self._across, None
+        if across:
+            befores = [self.transaction.before(v) for v in across]
+            table = dry_run.weight_table_across(across, befores, self.record_flag)
+            for row, variable in enumerate(across):
+                self.weight_stats[id(tf_variable(variable))] = (table, row)
+        return result
 
     def gated_apply(self, ok: tf.Tensor, apply: Callable[[], object]) -> None:
         """Runs `apply()` only where `ok` holds (a `tf.cond`: nothing is written otherwise)."""

@@ -148,30 +148,47 @@ def weight_table(members: list, record_flag) -> tf.Tensor:
     variables = [v.value if isinstance(v, keras.Variable) else v for v, _ in members]
     values = [value for _, value in members]
 
-    def squares(tensors):
-        return 2.0 * tf.stack([tf.nn.l2_loss(tf.cast(t, tf.float32)) for t in tensors])
-
     def compute():
         old = [tf.cast(tf.convert_to_tensor(v), tf.float32) for v in variables]
         new = [tf.cast(value, tf.float32) for value in values]
-        return tf.stack([squares(old), squares([n - o for n, o in zip(new, old)]), squares(new)], axis=1)
+        return tf.stack([_squares(old), _squares([n - o for n, o in zip(new, old)]), _squares(new)], axis=1)
 
     return tf.cond(tf.convert_to_tensor(record_flag), compute, lambda: tf.zeros([len(members), 3]))
 
 
-def weight_table_of_update(optimizer, grads: list, variables: list, record_flag) -> tuple[tf.Tensor, list]:
-    """`weight_table` of an update that is not dry-run otherwise: the dry run itself runs in the branch.
+def weight_table_across(members: list, befores: list, record_flag) -> tf.Tensor:
+    """`weight_table` of an update that is not dry-run: from values read before its write and after it.
 
-    Returns the `[k, 3]` table and the `k` variables of its rows.
+    Call it once the update's `apply` is in the graph: the values after are
+    read here, so each waits for its own variable's write. `befores` were
+    read before the apply (the step's `Transaction` holds them). The table
+    is a lowered `tf.cond` (one `Switch` per value, not one `If` holding
+    them all): each variable's value before dies as soon as its row is
+    taken, so the write copies one variable at a time at most, on
+    recording steps, and no variable on the others. No dry run: the graph
+    grows by a few ops per variable, not by a second optimizer update.
+
+    Args:
+        members: the `k` variables the update wrote.
+        befores: their values before the update, in the same order.
+        record_flag: the bool variable that says a step records.
+
+    Returns:
+        The `[k, 3]` table: each weight's squared norm before, of its change and after.
     """
-    members = [v for g, v in zip(grads, variables) if g is not None and _is_float(v)]
+    afters = [tf.convert_to_tensor(v.value if isinstance(v, keras.Variable) else v) for v in members]
 
     def compute():
-        values = {id(v): value for v, value in dry_run(optimizer, grads, variables)}
-        return weight_table([(v, values[id(v)]) for v in members], True)
+        old = [tf.cast(t, tf.float32) for t in befores]
+        new = [tf.cast(t, tf.float32) for t in afters]
+        return tf.stack([_squares(old), _squares([n - o for n, o in zip(new, old)]), _squares(new)], axis=1)
 
-    table = tf.cond(tf.convert_to_tensor(record_flag), compute, lambda: tf.zeros([len(members), 3]))
-    return table, members
+    return tf.cond(tf.convert_to_tensor(record_flag), compute, lambda: tf.zeros([len(members), 3]))
+
+
+def _squares(tensors: list) -> tf.Tensor:
+    """`[n]`: the squared norm of each float32 tensor."""
+    return 2.0 * tf.stack([tf.nn.l2_loss(t) for t in tensors])
 
 
 def _is_float(variable) -> bool:
@@ -181,4 +198,4 @@ def _is_float(variable) -> bool:
         return False
 
 
-__all__ = ["CHUNK_BYTES", "dry_run", "state_bytes", "supports", "weight_table", "weight_table_of_update"]
+__all__ = ["CHUNK_BYTES", "dry_run", "state_bytes", "supports", "weight_table", "weight_table_across"]
