@@ -162,14 +162,14 @@ def gradient_buckets(update, flag) -> tf.Tensor | None:
 def histograms_of(values: dict) -> tf.Tensor:
     """`[n, HIST_BUCKETS, 3]` buckets of every histogram value (read now: weights after the update)."""
     raw = [(i, v) for i, v in enumerate(values.values()) if not isinstance(v, Bucketed)]
-    ready = [(i, v.table[v.row]) for i, v in enumerate(values.values()) if isinstance(v, Bucketed)]
+    ready = [(i, v) for i, v in enumerate(values.values()) if isinstance(v, Bucketed)]
     parts, order = [], []
     if raw:
         parts.append(stats.buckets_many([v() if callable(v) else tf.convert_to_tensor(v) for _, v in raw],
                                         HIST_BUCKETS))
         order += [i for i, _ in raw]
     if ready:
-        parts.append(tf.stack([t for _, t in ready]))
+        parts.append(stats.gather_rows([(v.table, v.row) for _, v in ready]))
         order += [i for i, _ in ready]
     out = tf.concat(parts, axis=0) if len(parts) > 1 else parts[0]
     if order != list(range(len(order))):
@@ -277,12 +277,8 @@ def _gradient_signals(model, variables, grads, groups, taken: dict | None = None
             part = [grads[i] for i in fresh]
             table = tf.stack([stats.squared_norms(part), tf.stack([reducer.zeros(g) for g in part]),
                               tf.cast(stats.sizes_of(part), tf.float32)], axis=1)
-            rows.update({i: table[n] for n, i in enumerate(fresh)})
-        for i, v in enumerate(variables):
-            if i not in rows:
-                table, row = taken[id(v)]
-                rows[i] = table[row]
-        table = tf.stack([rows[i] for i in range(len(variables))])
+            rows.update({i: (table, n) for n, i in enumerate(fresh)})
+        table = stats.gather_rows([rows[i] if i in rows else taken[id(v)] for i, v in enumerate(variables)])
         squares, zeros, sizes = table[:, 0], table[:, 1], table[:, 2]
         by_layer = [tf.math.unsorted_segment_sum(v, segments, len(layers)) for v in (squares, zeros, sizes)]
         parts = [tf.sqrt(tf.reduce_sum(squares))[None], tf.sqrt(by_layer[0]),
@@ -349,16 +345,16 @@ def _weight_signals(model, context: StepContext, groups) -> None:
 
     def compute():
         segments = tf.constant(index, tf.int32)
-        rows = []
-        for variable, before, taken in members:
-            if taken is not None:
-                table, row = taken
-                rows.append(table[row])
-                continue
-            after = stats.as_float32(tf.convert_to_tensor(variable))
-            old = stats.as_float32(before)
-            rows.append(tf.stack(stats.squared_norms([old, after - old, after])))
-        squares = tf.stack(rows)  # [k, 3]: before, change, after
+        held = [(variable, before) for variable, before, taken in members if taken is None]
+        rows = {}
+        if held:
+            old = [stats.as_float32(before) for _, before in held]
+            new = [stats.as_float32(tf.convert_to_tensor(variable)) for variable, _ in held]
+            table = tf.stack([stats.squared_norms(old), stats.squared_norms([n - o for n, o in zip(new, old)]),
+                              stats.squared_norms(new)], axis=1)
+            rows = {id(variable): (table, n) for n, (variable, _) in enumerate(held)}
+        squares = stats.gather_rows([taken if taken is not None else rows[id(variable)]
+                                     for variable, _, taken in members])  # [k, 3]: before, change, after
         base, delta, weight = (tf.sqrt(tf.math.unsorted_segment_sum(squares[:, i], segments, len(layers)))
                                for i in range(3))
         ratio = tf.where(tf.equal(base, 0.0), tf.constant(NO_RATIO), delta / base)

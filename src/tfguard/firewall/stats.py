@@ -205,6 +205,38 @@ class Reducer:
         return tf.reshape(t, self._flat_shape)
 
 
+def gather_rows(taken: list[tuple[tf.Tensor, int]]) -> tf.Tensor:
+    """`[k, ...]`: row `row` of `table` for each `(table, row)`, in order: one gather per table, not a slice per row.
+
+    The per-variable tables a step takes at the optimizer's door (gradient
+    norms, weight norms, gradient histograms) are read back row by row; a
+    slice per row costs a `StridedSlice` and three constants per variable.
+
+    Example:
+
+    >>> a, b = tf.constant([[1.0], [2.0]]), tf.constant([[3.0]])
+    >>> gather_rows([(b, 0), (a, 1), (a, 0)]).numpy().ravel().tolist()
+    [3.0, 2.0, 1.0]
+    """
+    by_table: dict[int, tuple] = {}
+    for position, (table, row) in enumerate(taken):
+        entry = by_table.setdefault(id(table), (table, [], []))
+        entry[1].append(row)
+        entry[2].append(position)
+    parts, positions = [], []
+    for table, rows, where in by_table.values():
+        whole = table.shape.rank is not None and rows == list(range(table.shape[0] or 0))
+        parts.append(table if whole else tf.gather(table, rows))
+        positions += where
+    out = tf.concat(parts, axis=0) if len(parts) > 1 else parts[0]
+    if positions != list(range(len(taken))):
+        inverse = [0] * len(positions)
+        for index, position in enumerate(positions):
+            inverse[position] = index
+        out = tf.gather(out, inverse)
+    return out
+
+
 def sizes_of(tensors: list[tf.Tensor]) -> tf.Tensor:
     """The number of values of each tensor (int32 `[n]`): a constant when every shape is known."""
     static = [t.shape.num_elements() for t in tensors]
