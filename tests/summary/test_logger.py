@@ -410,3 +410,48 @@ def test_a_large_update_logs_the_weight_norms_and_update_ratios_a_held_one_does(
         np.testing.assert_allclose([p.value for p in runs["across"][tag]], [p.value for p in runs["held"][tag]],
                                    rtol=1e-5, err_msg=tag)
     assert all(0 < p.value < 1 for p in runs["across"]["update_ratio/conv"])
+
+
+ACROSS_PROGRAM = """
+import sys
+import numpy as np, tensorflow as tf, keras
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()])
+import tfguard
+from tfguard.firewall import step
+from tfguard.events import read_logdir
+step.HOLD_BYTES = 0  # every update is 'large': its weight table is taken across its write
+x = np.random.default_rng(0).random((64, 4), dtype=np.float32)
+y = np.arange(64) % 3
+def build():
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu", name="hidden"),
+                              keras.layers.Dense(3, activation="softmax", name="out")])
+    return model
+for name in ("xla", "mirrored"):
+    if name == "mirrored":
+        strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+        with strategy.scope():
+            model = build()
+            model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    else:
+        model = build()
+        model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", jit_compile=True)
+    logger = tfguard.Logger(f"{sys.argv[1]}/{name}", scalars_every=1, histograms=False)
+    model.fit(x, y, batch_size=16, epochs=1, shuffle=False, verbose=0, callbacks=[logger])
+    (run,) = read_logdir(f"{sys.argv[1]}/{name}").values()
+    ratios = list(run.scalars["update_ratio/hidden"][2])
+    norms = list(run.scalars["weight_norm/hidden"][2])
+    print(name, "RATIOS", len(ratios), all(0 < r < 1 for r in ratios), "NORMS", all(n > 0 for n in norms))
+"""
+
+
+def test_a_large_update_logs_its_update_ratios_under_xla_and_under_mirrored_strategy(tmp_path):
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-c", ACROSS_PROGRAM, str(tmp_path)], capture_output=True, text=True,
+                            timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "xla RATIOS 4 True NORMS True" in result.stdout
+    assert "mirrored RATIOS 4 True NORMS True" in result.stdout
