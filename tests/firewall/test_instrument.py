@@ -84,6 +84,19 @@ def test_a_guarded_model_that_is_listened_to_has_one_trace_and_records_on_its_st
     assert list(norms) == [1, 4, 7, 10] and all(value > 0 for value in norms.values())
 
 
+def test_a_large_model_that_is_listened_to_has_one_trace_and_records_on_its_steps_only(monkeypatch):
+    from tfguard.firewall import host
+
+    monkeypatch.setattr(host, "HOLD_BYTES", 0)  # every model is 'large' now
+    x, y = _data()
+    model = tiny_cnn()
+    inst, seen = _listen(model, scalars_every=3, histograms_every=4)
+    model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)  # 12 steps
+    assert set(inst.plans) == {BOTH}  # no second trace to compile and keep
+    assert [step for step, _ in seen] == [1, 4, 5, 7, 9, 10]
+    assert [s for s, sig in seen if any(t.startswith("hist/") for t in sig)] == [1, 5, 9]
+
+
 def test_weight_norm_and_update_ratio_match_numpy():
     x, y = _data(8)
     model = tiny_cnn()

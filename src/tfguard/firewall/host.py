@@ -52,10 +52,11 @@ import tensorflow as tf
 
 from tfguard import tags
 from tfguard.distribute import keras_20585
+from tfguard.firewall.config import HOLD_BYTES
 from tfguard.firewall.probes import NO_RATIO
 from tfguard.firewall.record import StepRecord, freeze
 from tfguard.firewall.step import HISTOGRAMS, LOGS_KEY, OUTPUT_KEY, RECORDING, step_after
-from tfguard.hooks import keras_compat, marks
+from tfguard.hooks import dry_run, keras_compat, marks
 from tfguard.hooks.train_function import BATCH_TIMES, timed_train_function
 
 
@@ -123,6 +124,7 @@ class Host:
         self.last_logs: dict | None = None
         self.called = 0.0  # time.time() when the last step was called
         self.batch_listeners: list = []
+        self.large: bool | None = None  # the model's state exceeds HOLD_BYTES (`key`)
 
     def function(self, kinds: frozenset):
         """The train function of the trace for `kinds` (built on first use).
@@ -242,13 +244,29 @@ class Host:
         A guarded model's step holds every variable's value anyway, so a
         model that is guarded and listened to has one trace, the recording
         one, for every step: its signals are computed only when the host's
-        flags say so. Listened to without a guard, a step that records
-        nothing runs the plain trace, which holds no signal op.
+        flags say so. So does a large model listened to without a guard
+        (weights and optimizer state above `HOLD_BYTES`): its step dwarfs
+        the idle branches of the recording trace, and a second trace would
+        cost its own compile memory and time (ResNet50: ~0.3 GB, the first
+        `fit`'s longest part). Otherwise a step that records nothing runs
+        the plain trace, which holds no signal op.
         """
         inst = self.inst
-        if kinds or (inst.guard is not None and inst.bus.wants_signals):
+        if kinds or (inst.bus.wants_signals and (inst.guard is not None or self._large())):
             return RECORDING
         return frozenset()
+
+    def _large(self) -> bool:
+        """Whether the model's weights and (built) optimizer state exceed `HOLD_BYTES` (kept once the optimizers are built)."""
+        if self.large is not None:
+            return self.large
+        model = self.inst.model
+        optimizers = keras_compat.optimizers_of(model)
+        state = [*model.variables, *(v for o in optimizers if o.built for v in o.variables)]
+        large = dry_run.state_bytes(state) > HOLD_BYTES
+        if large or all(o.built for o in optimizers):
+            self.large = large
+        return large
 
     def _call(self, kinds: frozenset, argument):
         """Runs the plain trace, or the recording trace (telling it what is due this step)."""
