@@ -29,7 +29,7 @@ import tensorflow as tf
 
 from tfguard import tags
 from tfguard.checks.contract import leaves
-from tfguard.firewall import stats
+from tfguard.firewall import buckets, stats
 from tfguard.firewall.checkpoints import float_leaves
 from tfguard.hooks.context import StepContext
 from tfguard.hooks.transaction import is_float, tf_variable
@@ -155,7 +155,7 @@ def gradient_buckets(update, flag) -> tf.Tensor | None:
     grads = [g for g in update.unscaled() if g is not None]
     if not grads:
         return None
-    return tf.cond(tf.convert_to_tensor(flag), lambda: stats.buckets_many(grads, HIST_BUCKETS),
+    return tf.cond(tf.convert_to_tensor(flag), lambda: buckets.buckets_many(grads, HIST_BUCKETS),
                    lambda: tf.zeros([len(grads), HIST_BUCKETS, 3]))
 
 
@@ -165,7 +165,7 @@ def histograms_of(values: dict) -> tf.Tensor:
     ready = [(i, v) for i, v in enumerate(values.values()) if isinstance(v, Bucketed)]
     parts, order = [], []
     if raw:
-        parts.append(stats.buckets_many([v() if callable(v) else tf.convert_to_tensor(v) for _, v in raw],
+        parts.append(buckets.buckets_many([v() if callable(v) else tf.convert_to_tensor(v) for _, v in raw],
                                         HIST_BUCKETS))
         order += [i for i, _ in raw]
     if ready:

@@ -1,0 +1,78 @@
+"""Histogram buckets agree with a plain NumPy reading, eagerly, in a graph and under XLA, packed or chunked."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.firewall.test_stats import _graph
+from tfguard.firewall import buckets
+
+RNG = np.random.default_rng(7)
+SHAPES = [(3, 4), (0,), (7,), (2, 2, 2), (0, 3), (1,)]
+
+
+def _tensors():
+    values = [RNG.normal(size=shape).astype("float32") for shape in SHAPES]
+    values[2][1] = np.nan
+    values[3][0, 0, 0] = np.inf
+    return values
+
+
+def _reference_buckets(values: np.ndarray, count: int) -> np.ndarray:
+    """TensorBoard buckets as `buckets.buckets` defines them: finite min-max edges, non-finite counted at 0."""
+    x = np.where(np.isfinite(values), values, 0.0).astype(np.float64).ravel()
+    if x.size == 0:
+        low = high = 0.0
+    else:
+        low, high = x.min(), x.max()
+    width = (high - low) / count if high > low else 1.0
+    index = np.clip(np.floor((x - low) / width).astype(int), 0, count - 1)
+    counts = np.bincount(index, minlength=count)
+    left = low + width * np.arange(count)
+    return np.stack([left, left + width, counts], axis=1)
+
+
+@pytest.mark.parametrize("mode", ["eager", "graph", "xla", "unknown shapes"])
+def test_buckets_many_match_each_tensor_on_its_own(mode):
+    values = _tensors()
+    run = lambda tensors: buckets.buckets_many(tensors, 5)  # noqa: E731
+    if mode != "eager":
+        run = _graph(run, len(values), xla=mode == "xla", unknown_shapes=mode == "unknown shapes")
+    got = run(*[tf.constant(v) for v in values]) if mode != "eager" else run([tf.constant(v) for v in values])
+    assert got.shape == (len(values), 5, 3)
+    for i, value in enumerate(values):
+        np.testing.assert_allclose(got[i].numpy(), _reference_buckets(value, 5), rtol=1e-5, atol=1e-5,
+                                   err_msg=f"tensor {i} of shape {value.shape}")
+
+
+@pytest.mark.parametrize("sizes", [[2, 0, 3], [0, 2], [2, 0], [3], [0], [1, 1, 1, 1]])
+@pytest.mark.parametrize("unknown_shapes", [False, True])
+def test_segment_ids_name_the_vector_of_each_value(sizes, unknown_shapes):
+    tensors = [tf.ones([size]) for size in sizes]
+    expected = np.repeat(np.arange(len(sizes)), sizes).tolist()
+    if unknown_shapes:
+        got = _graph(buckets.segment_ids, len(sizes), unknown_shapes=True)(*tensors)
+    else:
+        got = buckets.segment_ids(tensors)
+    assert got.dtype == tf.int32
+    assert got.numpy().tolist() == expected
+
+
+@pytest.mark.parametrize("jit_compile", [None, False, True])
+def test_chunked_histograms_are_the_packed_ones_in_bounded_pieces(jit_compile):
+    rng = np.random.default_rng(0)
+    # 7000 and 4000 values: whole chunks and a rest; 2048: whole chunks only
+    values = [rng.normal(size=s).astype(np.float32) for s in [(3,), (1000, 7), (50,), (4000,), (300,), (2, 1024)]]
+    values[1][5, 2] = np.nan
+    values[3][17] = np.inf
+    tensors = [tf.constant(v) for v in values]
+
+    def both(*ts):
+        return buckets.buckets_many(list(ts), 30, chunk=1024), buckets.buckets_many(list(ts), 30, chunk=10**9)
+
+    run = both if jit_compile is None else tf.function(both, jit_compile=jit_compile)
+    chunked, packed = (t.numpy() for t in run(*tensors))
+    np.testing.assert_allclose(chunked, packed, rtol=0, atol=1e-5)
+    assert [c[:, 2].sum() for c in chunked] == [v.size for v in values]  # every value counted once
+    single = buckets.buckets_chunked(tensors[1], 30, chunk=999).numpy()
+    np.testing.assert_array_equal(single, buckets.buckets_many([tensors[1]], 30, chunk=10**9).numpy()[0])
