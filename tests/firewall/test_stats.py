@@ -7,14 +7,6 @@ import tensorflow as tf
 from tfguard.firewall import stats
 
 RNG = np.random.default_rng(7)
-SHAPES = [(3, 4), (0,), (7,), (2, 2, 2), (0, 3), (1,)]
-
-
-def _tensors():
-    values = [RNG.normal(size=shape).astype("float32") for shape in SHAPES]
-    values[2][1] = np.nan
-    values[3][0, 0, 0] = np.inf
-    return values
 
 
 def _graph(function, count: int, *, xla: bool = False, unknown_shapes: bool = False):

@@ -13,6 +13,7 @@ from tensorboard.plugins.hparams import api_pb2
 from tensorboard.plugins.hparams import metadata as hp_metadata
 
 from tests.summary.readback import read_run, run_dirs, steps
+from tests.terminal import sigint_default
 from tfguard.diagnose import diagnose_logdir
 from tfguard.summary.lifecycle import SignalHook, _dispatch
 
@@ -22,7 +23,7 @@ pytestmark = pytest.mark.slow
 
 def _start(mode, logdir):
     return subprocess.Popen([sys.executable, CHILD, mode, str(logdir)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=sigint_default,
                             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
 
 

@@ -17,6 +17,7 @@ from tensorboard.plugins.hparams import metadata as hp_metadata
 import tfguard
 from tests.summary.conftest import tiny_cnn
 from tests.summary.readback import read_run, run_dirs, steps
+from tests.terminal import sigint_raises
 from tfguard import tags
 from tfguard.diagnose import diagnose_logdir
 from tfguard.errors import ContractError, GuardViolation, SummaryWriteError
@@ -192,14 +193,15 @@ def test_keyboard_interrupt_outside_the_step_is_flushed(tmp_path, images):
             if batch == 3:
                 os.kill(os.getpid(), signal.SIGINT)
 
-    logger = Logger(tmp_path, scalars_every=1, histograms=False, max_queue=10_000, flush_millis=3_600_000)
-    model = tiny_cnn()
-    with pytest.raises(KeyboardInterrupt):
-        model.fit(x, y, batch_size=8, verbose=0, callbacks=[logger, CtrlC()])
-    # read before anything closes the logger: the SIGINT handler flushed
-    assert steps(read_run(logger.run_path)["batch/loss"]) == [1, 2, 3, 4]
-    logger.close()
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    with sigint_raises():  # as in a terminal, however the suite was started
+        logger = Logger(tmp_path, scalars_every=1, histograms=False, max_queue=10_000, flush_millis=3_600_000)
+        model = tiny_cnn()
+        with pytest.raises(KeyboardInterrupt):
+            model.fit(x, y, batch_size=8, verbose=0, callbacks=[logger, CtrlC()])
+        # read before anything closes the logger: the SIGINT handler flushed
+        assert steps(read_run(logger.run_path)["batch/loss"]) == [1, 2, 3, 4]
+        logger.close()
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def test_unwritable_logdir_training_goes_on_with_one_warning(tmp_path, images):

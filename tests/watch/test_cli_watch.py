@@ -20,6 +20,7 @@ import time
 import pytest
 from rich.console import Console
 
+from tests.terminal import sigint_default
 from tests.watch.logs import EVENT_FILE, append, epoch_records, losses
 from tfguard.cli import main
 from tfguard.watch import WebhookOutput, watch_logdir
@@ -148,7 +149,8 @@ def test_a_failing_webhook_never_stops_the_polls(logdir):
 def test_ctrl_c_or_sigterm_prints_a_one_line_summary_and_exits_0(logdir, stop, said):
     watch = subprocess.Popen(
         [sys.executable, "-m", "tfguard", "watch", str(logdir), "--interval", "0.2"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), cwd=ROOT)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), cwd=ROOT,
+        preexec_fn=sigint_default)
     try:
         lines = []
         deadline = time.monotonic() + 60

@@ -21,6 +21,7 @@ import time
 
 import pytest
 
+from tests.terminal import sigint_default
 from tfguard.diagnose import diagnose_logdir
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -55,7 +56,8 @@ def test_an_injected_fault_is_reported_while_the_job_still_runs(tmp_path):
     logdir = tmp_path / "logs"
     watch = subprocess.Popen(
         [sys.executable, "-m", "tfguard", "watch", str(logdir), "--json", "--interval", "0.5"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), cwd=ROOT)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(), cwd=ROOT,
+        preexec_fn=sigint_default)
     job = subprocess.Popen([sys.executable, "-m", "tests.watch.job", str(logdir), str(EPOCHS)],
                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                            env=_env(), cwd=ROOT)
