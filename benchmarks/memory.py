@@ -16,7 +16,10 @@ custom `train_step` as Keras writes it (`custom_step`) and the same step
 applying its update under one `tf.cond` on the finiteness of every
 gradient (`all_or_nothing`: LossScaleOptimizer's pattern, what any check
 of a whole update before it is written costs: every gradient lives until
-the decision, where plain `fit` frees each after its own update). Models (`scale_models.py`): the 50 M and 100 M
+the decision, where plain `fit` frees each after its own update). For
+attribution, not in the default set: `guard_held` (every update held by the
+transaction, none gated: `hold_bytes=2**62`) and `guard_output_off`
+(`forward="off"`). Models (`scale_models.py`): the 50 M and 100 M
 three-layer MLP, ResNet50.
 
 With `--run-command`, also a whole process: a script that trains the 100 M
