@@ -31,6 +31,7 @@ from tfguard import tags
 from tfguard.checks.contract import leaves
 from tfguard.firewall import buckets, stats
 from tfguard.firewall.checkpoints import float_leaves
+from tfguard.hooks import dry_run
 from tfguard.hooks.context import StepContext
 from tfguard.hooks.transaction import is_float, tf_variable
 
@@ -161,20 +162,13 @@ def gradient_buckets(update, flag) -> tf.Tensor | None:
 
 def histograms_of(values: dict) -> tf.Tensor:
     """`[n, HIST_BUCKETS, 3]` buckets of every histogram value (read now: weights after the update)."""
-    raw = [(i, v) for i, v in enumerate(values.values()) if not isinstance(v, Bucketed)]
-    ready = [(i, v) for i, v in enumerate(values.values()) if isinstance(v, Bucketed)]
-    parts, order = [], []
-    if raw:
-        parts.append(buckets.buckets_many([v() if callable(v) else tf.convert_to_tensor(v) for _, v in raw],
-                                        HIST_BUCKETS))
-        order += [i for i, _ in raw]
-    if ready:
-        parts.append(stats.gather_rows([(v.table, v.row) for _, v in ready]))
-        order += [i for i, _ in ready]
-    out = tf.concat(parts, axis=0) if len(parts) > 1 else parts[0]
-    if order != list(range(len(order))):
-        out = tf.gather(out, [order.index(i) for i in range(len(order))])
-    return out
+    items = list(values.values())
+    raw = [v for v in items if not isinstance(v, Bucketed)]
+    table = buckets.buckets_many([v() if callable(v) else tf.convert_to_tensor(v) for v in raw],
+                                 HIST_BUCKETS) if raw else None
+    position = iter(range(len(raw)))
+    return stats.gather_rows([(v.table, v.row) if isinstance(v, Bucketed) else (table, next(position))
+                              for v in items])
 
 
 def _gradients(context: StepContext) -> tuple[list, list, list]:
@@ -240,13 +234,16 @@ def gradient_table(update, flag) -> tuple[tf.Tensor, list] | None:
         return None
     grads = [g for _, g in pairs]
 
-    def compute():
-        reducer = stats.Reducer()
-        return tf.stack([stats.squared_norms(grads), tf.stack([reducer.zeros(g) for g in grads]),
-                         tf.cast(stats.sizes_of(grads), tf.float32)], axis=1)
-
-    table = tf.cond(tf.convert_to_tensor(flag), compute, lambda: tf.zeros([len(grads), 3]))
+    table = tf.cond(tf.convert_to_tensor(flag), lambda: _gradient_rows(grads),
+                    lambda: tf.zeros([len(grads), 3]))
     return table, [v for v, _ in pairs]
+
+
+def _gradient_rows(grads: list) -> tf.Tensor:
+    """`[k, 3]`: each gradient's squared norm, its zero values and its size (a `gradient_table`'s rows)."""
+    reducer = stats.Reducer()
+    return tf.stack([stats.squared_norms(grads), tf.stack([reducer.zeros(g) for g in grads]),
+                     tf.cast(stats.sizes_of(grads), tf.float32)], axis=1)
 
 
 def _gradient_signals(model, variables, grads, groups, taken: dict | None = None,
@@ -269,14 +266,11 @@ def _gradient_signals(model, variables, grads, groups, taken: dict | None = None
         names = []
 
     def compute():
-        reducer = stats.Reducer()
         segments = tf.constant(index, tf.int32)
         fresh = [i for i, v in enumerate(variables) if id(v) not in taken]
         rows = {}
         if fresh:
-            part = [grads[i] for i in fresh]
-            table = tf.stack([stats.squared_norms(part), tf.stack([reducer.zeros(g) for g in part]),
-                              tf.cast(stats.sizes_of(part), tf.float32)], axis=1)
+            table = _gradient_rows([grads[i] for i in fresh])
             rows.update({i: (table, n) for n, i in enumerate(fresh)})
         table = stats.gather_rows([rows[i] if i in rows else taken[id(v)] for i, v in enumerate(variables)])
         squares, zeros, sizes = table[:, 0], table[:, 1], table[:, 2]
@@ -348,10 +342,8 @@ def _weight_signals(model, context: StepContext, groups) -> None:
         held = [(variable, before) for variable, before, taken in members if taken is None]
         rows = {}
         if held:
-            old = [stats.as_float32(before) for _, before in held]
-            new = [stats.as_float32(tf.convert_to_tensor(variable)) for variable, _ in held]
-            table = tf.stack([stats.squared_norms(old), stats.squared_norms([n - o for n, o in zip(new, old)]),
-                              stats.squared_norms(new)], axis=1)
+            table = dry_run.change_table([before for _, before in held],
+                                         [tf.convert_to_tensor(variable) for variable, _ in held])
             rows = {id(variable): (table, n) for n, (variable, _) in enumerate(held)}
         squares = stats.gather_rows([taken if taken is not None else rows[id(variable)]
                                      for variable, _, taken in members])  # [k, 3]: before, change, after

@@ -149,9 +149,7 @@ def weight_table(members: list, record_flag) -> tf.Tensor:
     values = [value for _, value in members]
 
     def compute():
-        old = [tf.cast(tf.convert_to_tensor(v), tf.float32) for v in variables]
-        new = [tf.cast(value, tf.float32) for value in values]
-        return tf.stack([_squares(old), _squares([n - o for n, o in zip(new, old)]), _squares(new)], axis=1)
+        return change_table([tf.convert_to_tensor(v) for v in variables], values)
 
     return tf.cond(tf.convert_to_tensor(record_flag), compute, lambda: tf.zeros([len(members), 3]))
 
@@ -178,12 +176,22 @@ def weight_table_across(members: list, befores: list, record_flag) -> tf.Tensor:
     """
     afters = [tf.convert_to_tensor(v.value if isinstance(v, keras.Variable) else v) for v in members]
 
-    def compute():
-        old = [tf.cast(t, tf.float32) for t in befores]
-        new = [tf.cast(t, tf.float32) for t in afters]
-        return tf.stack([_squares(old), _squares([n - o for n, o in zip(new, old)]), _squares(new)], axis=1)
+    return tf.cond(tf.convert_to_tensor(record_flag), lambda: change_table(befores, afters),
+                   lambda: tf.zeros([len(members), 3]))
 
-    return tf.cond(tf.convert_to_tensor(record_flag), compute, lambda: tf.zeros([len(members), 3]))
+
+def change_table(befores: list, afters: list) -> tf.Tensor:
+    """`[k, 3]` float32: each weight's squared norm before, of its change and after, from its two values.
+
+    The one table behind weight norms and update ratios, whichever way the
+    values were taken (a dry run, across a write, or held by the step).
+
+    >>> change_table([tf.constant([3.0, 4.0])], [tf.constant([3.0, 5.0])]).numpy().tolist()
+    [[25.0, 1.0, 34.0]]
+    """
+    old = [tf.cast(t, tf.float32) for t in befores]
+    new = [tf.cast(t, tf.float32) for t in afters]
+    return tf.stack([_squares(old), _squares([n - o for n, o in zip(new, old)]), _squares(new)], axis=1)
 
 
 def _squares(tensors: list) -> tf.Tensor:
@@ -191,11 +199,4 @@ def _squares(tensors: list) -> tf.Tensor:
     return 2.0 * tf.stack([tf.nn.l2_loss(t) for t in tensors])
 
 
-def _is_float(variable) -> bool:
-    try:
-        return tf.as_dtype(variable.dtype).is_floating
-    except TypeError:
-        return False
-
-
-__all__ = ["CHUNK_BYTES", "dry_run", "state_bytes", "supports", "weight_table", "weight_table_across"]
+__all__ = ["CHUNK_BYTES", "change_table", "dry_run", "state_bytes", "supports", "weight_table", "weight_table_across"]
