@@ -5,6 +5,7 @@ import pytest
 import tensorflow as tf
 
 from tests.firewall.test_stats import _graph
+from tests.graphs import foldable
 from tfguard.firewall import buckets
 
 RNG = np.random.default_rng(7)
@@ -76,3 +77,11 @@ def test_chunked_histograms_are_the_packed_ones_in_bounded_pieces(jit_compile):
     assert [c[:, 2].sum() for c in chunked] == [v.size for v in values]  # every value counted once
     single = buckets.buckets_chunked(tensors[1], 30, chunk=999).numpy()
     np.testing.assert_array_equal(single, buckets.buckets_many([tensors[1]], 30, chunk=10**9).numpy()[0])
+
+
+@pytest.mark.parametrize("sizes", [[5000, 3000], [6000]])
+def test_segment_ids_of_known_sizes_are_made_at_run_time_not_folded(sizes):
+    # From constants alone the ids would be folded into a constant of the group's size, kept by the graph
+    concrete = tf.function(lambda *ts: buckets.buckets_many(list(ts), 30)).get_concrete_function(
+        *[tf.TensorSpec([n]) for n in sizes])
+    assert foldable(concrete.graph, 1000) == []

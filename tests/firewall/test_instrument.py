@@ -10,6 +10,8 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+import tfguard  # noqa: E402
+from tests.graphs import foldable  # noqa: E402
 from tests.summary.conftest import tiny_cnn  # noqa: E402
 from tfguard import tags  # noqa: E402
 from tfguard.firewall import instrument  # noqa: E402
@@ -193,6 +195,29 @@ def test_the_recording_step_computes_gradients_once():
     graph = concrete.graph.as_graph_def()
     ops = [n.op for n in list(graph.node) + [n for f in graph.library.function for n in f.node_def]]
     assert ops.count("Conv2DBackpropFilter") == 1
+
+
+def test_a_guarded_recording_step_folds_nothing_the_size_of_the_data(tmp_path):
+    # Constant folding at function instantiation turns anything computed from constants alone into a
+    # constant kept for the life of the step: segment ids the size of a histogram group were ~11 MB
+    # per group of 2**19 values (a ResNet50 under Logger() kept ~150 MB of them).
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((32,)), keras.layers.Dense(64, activation="relu"),
+                              keras.layers.BatchNormalization(), keras.layers.Dense(64, activation="tanh"),
+                              keras.layers.Dense(3)])
+    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    tfguard.guard(model, forward="layers", quarantine_dir=None)
+    x, y = np.ones((8, 32), "float32"), np.zeros((8,), "int64")
+    model.fit(x, y, batch_size=8, verbose=0, callbacks=[tfguard.Logger(str(tmp_path), histograms_every=1)])
+    inst = instrument(model)
+    inst.tracing_kinds = BOTH
+    try:
+        concrete = tf.function(model.train_step).get_concrete_function(
+            (tf.TensorSpec((None, 32), tf.float32), tf.TensorSpec((None,), tf.int64)))
+    finally:
+        inst.tracing_kinds = frozenset()
+    assert sum(v.shape.num_elements() for v in model.weights) > 4096  # one histogram group is larger
+    assert foldable(concrete.graph, 4096) == []
 
 
 def test_activation_histograms_look_at_the_leading_examples_only():

@@ -182,6 +182,12 @@ def segment_ids(tensors: list[tf.Tensor]) -> tf.Tensor:
 
     A mark where each vector starts, and a running sum: a few ops whatever
     the number of vectors, static shapes when their sizes are known (XLA).
+    With known sizes the ids are a function of constants alone, which
+    TensorFlow's constant folding (at function instantiation, outside
+    Grappler) would turn into a constant the size of the vectors, kept by
+    the graph for the life of the step function: ~11 MB for each group of
+    2**19 values. The marks are made from a zero read at run time
+    (`_runtime_zero`), so nothing the size of the data is folded.
 
     Example:
 
@@ -191,13 +197,21 @@ def segment_ids(tensors: list[tf.Tensor]) -> tf.Tensor:
     static = [t.shape.num_elements() for t in tensors]
     if all(size is not None for size in static):
         total = sum(static)
+        if total == 0:
+            return tf.zeros([0], tf.int32)
+        zero = _runtime_zero(next(t for t, size in zip(tensors, static) if size))
         starts = [start for start in itertools.accumulate(static[:-1]) if start < total]
         if not starts:
-            return tf.zeros([total], tf.int32)
+            return tf.fill([total], zero)
         marks = tf.scatter_nd(tf.constant([[start] for start in starts], tf.int32),
-                              tf.ones([len(starts)], tf.int32), tf.constant([total], tf.int32))
+                              tf.fill([len(starts)], zero + 1), tf.constant([total], tf.int32))
         return tf.cumsum(marks)
     ends = tf.cumsum(sizes_of(tensors))
     total = ends[-1]
     marks = tf.math.unsorted_segment_sum(tf.ones_like(ends[:-1]), ends[:-1], total + 1)[:total]
     return tf.cumsum(marks)
+
+
+def _runtime_zero(t: tf.Tensor) -> tf.Tensor:
+    """An int32 0 that no graph optimizer can know before the step runs: `|t[0]| < 0` never holds, NaN included."""
+    return tf.cast(tf.reduce_any(tf.abs(tf.reshape(t, [-1])[:1]) < 0), tf.int32)
