@@ -68,7 +68,10 @@ def test_the_plain_step_holds_no_signal_op_and_the_recording_step_is_traced_once
     assert set(plans) == {frozenset(), BOTH}  # the scalars-only trace was never due: never built
     assert plans[frozenset()].scalar_keys == [] and plans[frozenset()].histogram_keys == []
     assert tags.GLOBAL_GRAD_NORM in plans[BOTH].scalar_keys
-    assert any(k.startswith("hist/weights/") for k in plans[BOTH].histogram_keys)
+    assert any(k.startswith("hist/gradients/") for k in plans[BOTH].histogram_keys)
+    # weights after the update are the host's to bucket, outside the graph
+    assert not any(k.startswith("hist/weights/") for k in plans[BOTH].histogram_keys)
+    assert {tag for tag, _ in plans[BOTH].host_histograms} == {tags.hist_weights(v.path) for v in model.weights}
 
 
 def test_a_guarded_model_that_is_listened_to_has_one_trace_and_records_on_its_steps_only():

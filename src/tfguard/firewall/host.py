@@ -52,6 +52,7 @@ import tensorflow as tf
 
 from tfguard import tags
 from tfguard.distribute import keras_20585
+from tfguard.firewall import probes
 from tfguard.firewall.config import HOLD_BYTES
 from tfguard.firewall.probes import NO_RATIO
 from tfguard.firewall.record import StepRecord, freeze
@@ -320,6 +321,8 @@ class Host:
         if "histograms" in extra and HISTOGRAMS in kinds:
             stacked = np.asarray(extra["histograms"], np.float64)
             histograms = dict(zip(plan.histogram_keys, stacked))
+        if HISTOGRAMS in kinds and plan.host_histograms:
+            histograms.update(probes.host_histograms(plan.host_histograms))
         scalars, histograms = _meaningful(scalars, histograms, moved, plan.loss_scaled)
         record = StepRecord(
             step=step, batch=position[0], epoch=position[1], moved=moved,

@@ -76,6 +76,8 @@ class Plan:
         loss_scaled: whether an update went through a `LossScaleOptimizer`, whose
             skipped steps (non-finite scaled gradients while it finds its scale)
             are normal and their gradient signals not measurements.
+        host_histograms: `(tag, variable)` the host buckets after a histogram
+            step (the weights after the update, outside the graph).
     """
 
     slots: list[Slot]
@@ -87,6 +89,7 @@ class Plan:
     coverage: list[str]
     counts_steps: bool = True
     loss_scaled: bool = False
+    host_histograms: tuple = ()
 
 
 def _all_reduce_sum(value: tf.Tensor) -> tf.Tensor:
@@ -303,9 +306,10 @@ def make_step(model: keras.Model, inst, original) -> callable:
             outputs["iterations"] = tf.identity(tf.convert_to_tensor(step_optimizer.iterations))
         scalar_keys: list[str] = []
         histogram_keys: list[str] = []
+        weights: list = []
         if kinds:
-            groups, hists = probes.build(model, context, records, x, y, inst.wanted,
-                                         bool(inst.wanted.histograms))
+            groups, hists, weights = probes.build(model, context, records, x, y, inst.wanted,
+                                                  bool(inst.wanted.histograms))
             scalar_keys = [tag for group in groups for tag in group.tags]
             histogram_keys = list(hists)
             # One recording trace: the host's flags say what this step computes (a step that
@@ -327,6 +331,7 @@ def make_step(model: keras.Model, inst, original) -> callable:
             scalar_keys=scalar_keys, histogram_keys=histogram_keys, kinds=kinds,
             coverage=coverage, counts_steps=step_optimizer is not None,
             loss_scaled=any(update.scale is not None for update in context.updates),
+            host_histograms=tuple(weights),
         ))
         logs = dict(logs)
         logs[OUTPUT_KEY] = outputs
