@@ -59,8 +59,9 @@ def test_segment_ids_name_the_vector_of_each_value(sizes, unknown_shapes):
     assert got.numpy().tolist() == expected
 
 
+@pytest.mark.parametrize("unrolled", [0, 16], ids=["loop", "static pieces"])
 @pytest.mark.parametrize("jit_compile", [None, False, True])
-def test_chunked_histograms_are_the_packed_ones_in_bounded_pieces(jit_compile):
+def test_chunked_histograms_are_the_packed_ones_in_bounded_pieces(jit_compile, unrolled):
     rng = np.random.default_rng(0)
     # 7000 and 4000 values: whole chunks and a rest; 2048: whole chunks only
     values = [rng.normal(size=s).astype(np.float32) for s in [(3,), (1000, 7), (50,), (4000,), (300,), (2, 1024)]]
@@ -69,13 +70,14 @@ def test_chunked_histograms_are_the_packed_ones_in_bounded_pieces(jit_compile):
     tensors = [tf.constant(v) for v in values]
 
     def both(*ts):
-        return buckets.buckets_many(list(ts), 30, chunk=1024), buckets.buckets_many(list(ts), 30, chunk=10**9)
+        return (buckets.buckets_many(list(ts), 30, chunk=1024, unrolled=unrolled),
+                buckets.buckets_many(list(ts), 30, chunk=10**9))
 
     run = both if jit_compile is None else tf.function(both, jit_compile=jit_compile)
     chunked, packed = (t.numpy() for t in run(*tensors))
     np.testing.assert_allclose(chunked, packed, rtol=0, atol=1e-5)
     assert [c[:, 2].sum() for c in chunked] == [v.size for v in values]  # every value counted once
-    single = buckets.buckets_chunked(tensors[1], 30, chunk=999).numpy()
+    single = buckets.buckets_chunked(tensors[1], 30, chunk=999, unrolled=unrolled).numpy()
     np.testing.assert_array_equal(single, buckets.buckets_many([tensors[1]], 30, chunk=10**9).numpy()[0])
 
 
@@ -85,3 +87,14 @@ def test_segment_ids_of_known_sizes_are_made_at_run_time_not_folded(sizes):
     concrete = tf.function(lambda *ts: buckets.buckets_many(list(ts), 30)).get_concrete_function(
         *[tf.TensorSpec([n]) for n in sizes])
     assert foldable(concrete.graph, 1000) == []
+
+
+def test_a_large_tensor_of_few_chunks_is_bucketed_without_a_loop():
+    # each loop costs the step function two bodies kept for its life; a few static pieces cost ~20 ops each
+    def ops(unrolled):
+        graph = tf.function(lambda t: buckets.buckets_chunked(t, 30, chunk=1000, unrolled=unrolled)) \
+            .get_concrete_function(tf.TensorSpec([3500])).graph
+        return [op.type for op in graph.get_operations()]
+
+    assert "While" not in ops(16) and "StatelessWhile" not in ops(16)
+    assert {"While", "StatelessWhile"} & set(ops(3))  # 4 chunks: past the limit, a loop

@@ -47,8 +47,17 @@ def buckets(values: tf.Tensor, count: int = 30, *, xla: bool = False) -> tf.Tens
 HISTOGRAM_CHUNK = 2**19
 """Values bucketed at once: histograms need O(this) working memory, whatever the model's size."""
 
+UNROLLED_PIECES = 16
+"""A large tensor of at most this many chunks is bucketed in static pieces; a larger one in a `while` loop.
 
-def buckets_many(tensors: list[tf.Tensor], count: int = 30, chunk: int = HISTOGRAM_CHUNK) -> tf.Tensor:
+Each loop costs the step function two loop bodies (functions) kept for its
+life: ResNet50's 30 large gradients in loops held ~40 MB; in pieces, ~20
+ops a chunk. Past 16 chunks (8 M values, 32 MB) the tensor dwarfs its loop.
+"""
+
+
+def buckets_many(tensors: list[tf.Tensor], count: int = 30, chunk: int = HISTOGRAM_CHUNK,
+                 unrolled: int = UNROLLED_PIECES) -> tf.Tensor:
     """`[n, count, 3]`: the `buckets` of each tensor, in bounded working memory.
 
     Tensors of at most `chunk` values are packed into groups of at most
@@ -56,7 +65,8 @@ def buckets_many(tensors: list[tf.Tensor], count: int = 30, chunk: int = HISTOGR
     pass (each tensor gets its own min-max edges and counts by one segment
     sum: a step with a hundred histograms traces a dozen ops, not a hundred
     calls of `buckets`). A larger tensor is bucketed on its own, `chunk`
-    values at a time in a loop (`buckets_chunked`). The groups run one
+    values at a time (`buckets_chunked`: in static pieces up to `unrolled`
+    chunks, in a loop past them). The groups run one
     after another, so the working memory is a few times `chunk` values,
     never a copy of the model. Holds under XLA (no `histogram_fixed_width`,
     static shapes when sizes are known).
@@ -84,7 +94,7 @@ def buckets_many(tensors: list[tf.Tensor], count: int = 30, chunk: int = HISTOGR
     for group in plan:
         with tf.control_dependencies([previous] if previous is not None else []):
             if len(group) == 1 and _large(tensors[group[0]], chunk):
-                part = buckets_chunked(tensors[group[0]], count, chunk)[None]
+                part = buckets_chunked(tensors[group[0]], count, chunk, unrolled)[None]
             else:
                 part = _buckets_packed([tensors[i] for i in group], count)
         parts.append(part)
@@ -128,53 +138,84 @@ def _layout(low: tf.Tensor, width: tf.Tensor, counts: tf.Tensor, count: int) -> 
     return tf.stack([left, left + width, counts], axis=2)
 
 
-def buckets_chunked(values: tf.Tensor, count: int = 30, chunk: int = HISTOGRAM_CHUNK) -> tf.Tensor:
+def buckets_chunked(values: tf.Tensor, count: int = 30, chunk: int = HISTOGRAM_CHUNK,
+                    unrolled: int = UNROLLED_PIECES) -> tf.Tensor:
     """`[count, 3]` buckets of one large tensor, `chunk` values at a time (the same buckets as `buckets_many`).
 
-    Two loops over the flattened tensor: the min and max of its finite view
-    (non-finite values count as 0, as in `buckets`), then the counts. Each
-    pass reads a static `chunk`-sized slice; the last slice is moved back to
-    end at the tensor's end, and the values it shares with the slice before
-    are not counted twice. Working memory: a few times `chunk` values.
+    Two passes over the flattened tensor: the min and max of its finite
+    view (non-finite values count as 0, as in `buckets`), then the counts.
+    Up to `unrolled` chunks, the pieces are static slices of one `split`
+    (views of the tensor, no copy), each pass one piece after another;
+    past that, two `while` loops read a static `chunk`-sized slice at a
+    time, the last slice moved back to end at the tensor's end and the
+    values it shares with the slice before not counted twice. Working
+    memory: a few times `chunk` values.
 
     Example:
 
     >>> b = buckets_chunked(tf.range(10, dtype=tf.float32), 2, chunk=4)
     >>> b[:, 2].numpy().tolist(), b[0, 0].numpy().item(), b[1, 1].numpy().item()
     ([5.0, 5.0], 0.0, 9.0)
+    >>> bool(tf.reduce_all(buckets_chunked(tf.range(10.0), 2, chunk=4, unrolled=0) == b))
+    True
     """
     flat = tf.reshape(values, [-1])
     n = flat.shape.num_elements()
     if n is None or n <= chunk:
         return _buckets_packed([values], count)[0]
-    steps = -(-n // chunk)
-
-    def piece(i):
-        start = tf.minimum(i * chunk, n - chunk)
-        return start, finite_or_zero(tf.slice(flat, tf.reshape(start, [1]), [chunk]))
-
-    def extremes(i, low, high):
-        _, x = piece(i)
-        return i + 1, tf.minimum(low, tf.reduce_min(x)), tf.maximum(high, tf.reduce_max(x))
-
-    _, low, high = tf.while_loop(lambda i, *_: i < steps, extremes,
-                                 (tf.constant(0), tf.constant(float("inf")), tf.constant(float("-inf"))))
+    low, high, counts_in = (_pieces if -(-n // chunk) <= unrolled else _looped)(flat, n, chunk)
     width = tf.where(high > low, (high - low) / count, 1.0)
 
     def counts_of(x):
         index = tf.clip_by_value(tf.cast(tf.floor((x - low) / width), tf.int32), 0, count - 1)
         return tf.math.unsorted_segment_sum(tf.cast(index >= 0, tf.float32), index, count)  # ones, not foldable
 
-    def counting(i, counts):
-        return i + 1, counts + counts_of(finite_or_zero(tf.slice(flat, tf.reshape(i * chunk, [1]), [chunk])))
-
-    # the whole slices in the loop, the rest (static, at most `chunk` values) after it: no per-value
-    # constant (a range, a mask) that the graph optimizer would fold into the graph per tensor
-    whole = n // chunk
-    _, counts = tf.while_loop(lambda i, _: i < whole, counting, (tf.constant(0), tf.zeros([count])))
-    if n > whole * chunk:
-        counts = counts + counts_of(finite_or_zero(flat[whole * chunk:]))
+    counts = counts_in(lambda x: counts_of(finite_or_zero(x)), tf.zeros([count]))
     return _layout(low[None], width[None], counts[None], count)[0]
+
+
+def _pieces(flat: tf.Tensor, n: int, chunk: int):
+    """`buckets_chunked`'s passes over static pieces: (low, high, counts_in(count_fn, zeros))."""
+    pieces = tf.split(flat, [chunk] * (n // chunk) + ([n % chunk] if n % chunk else []))
+    axis = tf.constant([0])
+    low, high = tf.constant(float("inf")), tf.constant(float("-inf"))
+    for piece in pieces:
+        with tf.control_dependencies([low]):  # one piece's working memory at a time
+            x = finite_or_zero(piece)
+        low, high = tf.minimum(low, tf.reduce_min(x, axis)), tf.maximum(high, tf.reduce_max(x, axis))
+
+    def counts_in(count_fn, counts):
+        for piece in pieces:
+            with tf.control_dependencies([counts]):
+                counts = counts + count_fn(piece)
+        return counts
+
+    return low, high, counts_in
+
+
+def _looped(flat: tf.Tensor, n: int, chunk: int):
+    """`buckets_chunked`'s passes as two `while` loops: (low, high, counts_in(count_fn, zeros))."""
+    steps = -(-n // chunk)
+
+    def extremes(i, low, high):
+        start = tf.minimum(i * chunk, n - chunk)
+        x = finite_or_zero(tf.slice(flat, tf.reshape(start, [1]), [chunk]))
+        return i + 1, tf.minimum(low, tf.reduce_min(x)), tf.maximum(high, tf.reduce_max(x))
+
+    _, low, high = tf.while_loop(lambda i, *_: i < steps, extremes,
+                                 (tf.constant(0), tf.constant(float("inf")), tf.constant(float("-inf"))))
+
+    def counts_in(count_fn, counts):
+        # the whole slices in the loop, the rest (static, at most `chunk` values) after it: no per-value
+        # constant (a range, a mask) that the graph optimizer would fold into the graph per tensor
+        whole = n // chunk
+        _, counts = tf.while_loop(
+            lambda i, _: i < whole,
+            lambda i, c: (i + 1, c + count_fn(tf.slice(flat, tf.reshape(i * chunk, [1]), [chunk]))),
+            (tf.constant(0), counts))
+        return counts + count_fn(flat[whole * chunk:]) if n > whole * chunk else counts
+
+    return low, high, counts_in
 
 
 def segment_ids(tensors: list[tf.Tensor]) -> tf.Tensor:
