@@ -458,3 +458,44 @@ def test_a_large_update_logs_its_update_ratios_under_xla_and_under_mirrored_stra
     assert result.returncode == 0, result.stderr[-3000:]
     assert "xla RATIOS 4 True NORMS True" in result.stdout
     assert "mirrored RATIOS 4 True NORMS True" in result.stdout
+
+
+HOST_HISTOGRAMS_PROGRAM = """
+import sys
+import numpy as np, tensorflow as tf, keras
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()])
+import tfguard
+from tfguard import tags
+from tfguard.events import read_logdir
+x = np.random.default_rng(0).random((64, 4), dtype=np.float32)
+y = np.arange(64) % 3
+for name in ("xla", "mirrored"):
+    scope = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]).scope() if name == "mirrored" else None
+    with scope or tf.name_scope("plain"):
+        keras.utils.set_random_seed(0)
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu", name="hidden"),
+                                  keras.layers.Dense(3, activation="softmax", name="out")])
+        model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", jit_compile=name == "xla")
+    logger = tfguard.Logger(f"{sys.argv[1]}/{name}", scalars_every=0, histograms_every=1, histograms=["weights"])
+    model.fit(x, y, batch_size=16, epochs=1, shuffle=False, verbose=0, callbacks=[logger])
+    (run,) = read_logdir(f"{sys.argv[1]}/{name}").values()
+    variable = model.get_layer("hidden").kernel
+    series = run.histograms[tags.hist_weights(variable.path)]
+    last, kernel = series[-1].buckets, variable.numpy()
+    print(name, "STEPS", [point.step for point in series], "COUNT", int(last[:, 2].sum()) == kernel.size,
+          "EDGES", bool(np.isclose(last[0, 0], kernel.min()) and np.isclose(last[-1, 1], kernel.max())))
+"""
+
+
+def test_weight_histograms_taken_by_the_host_hold_under_xla_and_under_mirrored_strategy(tmp_path):
+    # the host buckets the weights after the step, outside the graph: a compiled step and mirrored
+    # variables give it the weights after each update, as the step itself did
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-c", HOST_HISTOGRAMS_PROGRAM, str(tmp_path)], capture_output=True,
+                            text=True, timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    for name in ("xla", "mirrored"):
+        assert f"{name} STEPS [1, 2, 3, 4] COUNT True EDGES True" in result.stdout, result.stdout
