@@ -181,7 +181,7 @@ def histograms_of(values: dict) -> tf.Tensor:
 def host_histograms(weights: list) -> dict:
     """`tag -> [HIST_BUCKETS, 3]` NumPy buckets of `(tag, variable)` pairs, read now, eagerly (after the step).
 
-    The same buckets as in the step (`histograms_of`), one group of
+    The same buckets as in the step (`buckets.buckets_many`), one group of
     variables at a time: no trace, and the working memory of one group.
 
     Example:
@@ -193,8 +193,8 @@ def host_histograms(weights: list) -> dict:
     """
     if not weights:
         return {}
-    table = histograms_of(dict(weights)).numpy().astype("float64")
-    return {tag: table[i] for i, (tag, _) in enumerate(weights)}
+    table = buckets.buckets_many([tf.convert_to_tensor(v) for _, v in weights], HIST_BUCKETS)
+    return dict(zip((tag for tag, _ in weights), table.numpy().astype("float64")))
 
 
 def _gradients(context: StepContext) -> tuple[list, list, list]:
