@@ -20,7 +20,7 @@ def _tensors():
 
 
 def _reference_buckets(values: np.ndarray, count: int) -> np.ndarray:
-    """TensorBoard buckets as `buckets.buckets` defines them: finite min-max edges, non-finite counted at 0."""
+    """TensorBoard buckets as `tfguard.firewall.buckets` defines them: finite min-max edges, non-finite counted at 0."""
     x = np.where(np.isfinite(values), values, 0.0).astype(np.float64).ravel()
     if x.size == 0:
         low = high = 0.0

@@ -27,7 +27,7 @@ CHILD = os.path.join(os.path.dirname(__file__), "child.py")
 
 def test_round_trip_scalars_histograms_text(tmp_path):
     writer = RunWriter(str(tmp_path))
-    buckets = histogram_buckets.buckets(tf.range(10.0), 5).numpy()
+    buckets = histogram_buckets.buckets_many([tf.range(10.0)], 5)[0].numpy()
     assert writer.write(3, [scalar_value("train/loss", 0.25), histogram_value("hist/weights/d/k", buckets)])
     assert writer.write(4, [text_value("config/hparams", "| a | 1 |"), scalar_value("train/loss", 0.125)])
     writer.close()

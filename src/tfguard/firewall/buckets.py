@@ -1,14 +1,16 @@
 """Histogram buckets in TensorBoard's `[k, 3]` layout, in bounded working memory, XLA-safe.
 
-One tensor (`buckets`), many at once (`buckets_many`: small tensors packed
-and bucketed in one pass, a large one `HISTOGRAM_CHUNK` values at a time in
-a loop, `buckets_chunked`), with the same edges and counts either way.
+Each tensor gets `count` buckets of equal width from the min to the max of
+its finite values; non-finite values are counted at 0, so one NaN does not
+erase the picture. `buckets_many` buckets many tensors at once (small ones
+packed and bucketed in one pass, a large one `HISTOGRAM_CHUNK` values at a
+time, `buckets_chunked`), with the same edges and counts either way.
 
 Example:
 
 >>> import tensorflow as tf
->>> buckets(tf.constant([0.0, 1.0, 1.0]), 2).shape
-TensorShape([2, 3])
+>>> buckets_many([tf.constant([0.0, 1.0, 1.0])], 2).shape
+TensorShape([1, 2, 3])
 """
 
 from __future__ import annotations
@@ -18,31 +20,6 @@ import itertools
 import tensorflow as tf
 
 from tfguard.firewall.stats import Reducer, as_float32, finite_or_zero, sizes_of
-
-
-def buckets(values: tf.Tensor, count: int = 30, *, xla: bool = False) -> tf.Tensor:
-    """TensorBoard histogram buckets `[count, 3]` = left edge, right edge, count.
-
-    Edges run from the min to the max of the finite values; non-finite
-    values are counted at 0 so one NaN does not erase the picture. Counting
-    uses `tf.histogram_fixed_width` (about 4x faster on CPU), or a segment
-    sum when the graph is XLA-compiled (`xla=True`), where the former has no
-    kernel.
-    """
-    x = tf.reshape(finite_or_zero(values), [-1])
-    empty = tf.equal(tf.size(x), 0)
-    low = tf.where(empty, 0.0, tf.reduce_min(x))
-    high = tf.where(empty, 0.0, tf.reduce_max(x))
-    width = tf.where(high > low, (high - low) / count, 1.0)
-    if xla:
-        index = tf.clip_by_value(tf.cast(tf.floor((x - low) / width), tf.int32), 0, count - 1)
-        counts = tf.math.unsorted_segment_sum(tf.ones_like(x), index, count)
-    else:
-        edges = tf.stack([low, low + width * count])
-        counts = tf.cast(tf.histogram_fixed_width(x, edges, nbins=count), tf.float32)
-    left = low + width * tf.range(count, dtype=tf.float32)
-    return tf.stack([left, left + width, counts], axis=1)
-
 
 HISTOGRAM_CHUNK = 2**19
 """Values bucketed at once: histograms need O(this) working memory, whatever the model's size."""
@@ -60,13 +37,13 @@ values, 32 MB) the tensor dwarfs its loop, and the pieces would not.
 
 def buckets_many(tensors: list[tf.Tensor], count: int = 30, chunk: int = HISTOGRAM_CHUNK,
                  unrolled: int = UNROLLED_PIECES) -> tf.Tensor:
-    """`[n, count, 3]`: the `buckets` of each tensor, in bounded working memory.
+    """`[n, count, 3]`: the buckets of each tensor (left edge, right edge, count), in bounded working memory.
 
     Tensors of at most `chunk` values are packed into groups of at most
     `chunk` values, each group flattened, concatenated and bucketed in one
     pass (each tensor gets its own min-max edges and counts by one segment
     sum: a step with a hundred histograms traces a dozen ops, not a hundred
-    calls of `buckets`). A larger tensor is bucketed on its own, `chunk`
+    per-tensor histograms). A larger tensor is bucketed on its own, `chunk`
     values at a time (`buckets_chunked`: in static pieces up to `unrolled`
     chunks, in a loop past them). The groups run one
     after another, so the working memory is a few times `chunk` values,
@@ -145,7 +122,7 @@ def buckets_chunked(values: tf.Tensor, count: int = 30, chunk: int = HISTOGRAM_C
     """`[count, 3]` buckets of one large tensor, `chunk` values at a time (the same buckets as `buckets_many`).
 
     Two passes over the flattened tensor: the min and max of its finite
-    view (non-finite values count as 0, as in `buckets`), then the counts.
+    view (non-finite values count as 0), then the counts.
     Up to `unrolled` chunks, the pieces are static slices of one `split`
     (views of the tensor, no copy), each pass one piece after another;
     past that, two `while` loops read a static `chunk`-sized slice at a
@@ -258,3 +235,6 @@ def segment_ids(tensors: list[tf.Tensor]) -> tf.Tensor:
 def _runtime_zero(t: tf.Tensor) -> tf.Tensor:
     """An int32 0 that no graph optimizer can know before the step runs: `|t[0]| < 0` never holds, NaN included."""
     return tf.cast(tf.reduce_any(tf.abs(tf.reshape(t, [-1])[:1]) < 0), tf.int32)
+
+
+__all__ = ["HISTOGRAM_CHUNK", "UNROLLED_PIECES", "buckets_chunked", "buckets_many", "segment_ids"]
