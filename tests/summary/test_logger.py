@@ -415,59 +415,16 @@ def test_a_large_update_logs_the_weight_norms_and_update_ratios_a_held_one_does(
     assert all(0 < p.value < 1 for p in runs["across"]["update_ratio/conv"])
 
 
-ACROSS_PROGRAM = """
-import sys
-import numpy as np, tensorflow as tf, keras
-cpu = tf.config.list_physical_devices("CPU")[0]
-tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()])
-import tfguard
-from tfguard.firewall import step
-from tfguard.events import read_logdir
-step.HOLD_BYTES = 0  # every update is 'large': its weight table is taken across its write
-x = np.random.default_rng(0).random((64, 4), dtype=np.float32)
-y = np.arange(64) % 3
-def build():
-    keras.utils.set_random_seed(0)
-    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu", name="hidden"),
-                              keras.layers.Dense(3, activation="softmax", name="out")])
-    return model
-for name in ("xla", "mirrored"):
-    if name == "mirrored":
-        strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
-        with strategy.scope():
-            model = build()
-            model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
-    else:
-        model = build()
-        model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", jit_compile=True)
-    logger = tfguard.Logger(f"{sys.argv[1]}/{name}", scalars_every=1, histograms=False)
-    model.fit(x, y, batch_size=16, epochs=1, shuffle=False, verbose=0, callbacks=[logger])
-    (run,) = read_logdir(f"{sys.argv[1]}/{name}").values()
-    ratios = list(run.scalars["update_ratio/hidden"][2])
-    norms = list(run.scalars["weight_norm/hidden"][2])
-    print(name, "RATIOS", len(ratios), all(0 < r < 1 for r in ratios), "NORMS", all(n > 0 for n in norms))
-"""
-
-
-def test_a_large_update_logs_its_update_ratios_under_xla_and_under_mirrored_strategy(tmp_path):
-    import subprocess
-    import sys
-
-    result = subprocess.run([sys.executable, "-c", ACROSS_PROGRAM, str(tmp_path)], capture_output=True, text=True,
-                            timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert "xla RATIOS 4 True NORMS True" in result.stdout
-    assert "mirrored RATIOS 4 True NORMS True" in result.stdout
-
-
-HOST_HISTOGRAMS_PROGRAM = """
+XLA_AND_MIRRORED_PROGRAM = """
 import sys
 import numpy as np, tensorflow as tf, keras
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()])
 import tfguard
 from tfguard import tags
+from tfguard.firewall import step
 from tfguard.events import read_logdir
+step.HOLD_BYTES = 0  # every update is 'large': its weight table is taken across its write
 x = np.random.default_rng(0).random((64, 4), dtype=np.float32)
 y = np.arange(64) % 3
 for name in ("xla", "mirrored"):
@@ -477,9 +434,12 @@ for name in ("xla", "mirrored"):
         model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu", name="hidden"),
                                   keras.layers.Dense(3, activation="softmax", name="out")])
         model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", jit_compile=name == "xla")
-    logger = tfguard.Logger(f"{sys.argv[1]}/{name}", scalars_every=0, histograms_every=1, histograms=["weights"])
+    logger = tfguard.Logger(f"{sys.argv[1]}/{name}", scalars_every=1, histograms_every=1, histograms=["weights"])
     model.fit(x, y, batch_size=16, epochs=1, shuffle=False, verbose=0, callbacks=[logger])
     (run,) = read_logdir(f"{sys.argv[1]}/{name}").values()
+    ratios = list(run.scalars["update_ratio/hidden"][2])
+    norms = list(run.scalars["weight_norm/hidden"][2])
+    print(name, "RATIOS", len(ratios), all(0 < r < 1 for r in ratios), "NORMS", all(n > 0 for n in norms))
     variable = model.get_layer("hidden").kernel
     series = run.histograms[tags.hist_weights(variable.path)]
     last, kernel = series[-1].buckets, variable.numpy()
@@ -488,14 +448,26 @@ for name in ("xla", "mirrored"):
 """
 
 
-def test_weight_histograms_taken_by_the_host_hold_under_xla_and_under_mirrored_strategy(tmp_path):
-    # the host buckets the weights after the step, outside the graph: a compiled step and mirrored
-    # variables give it the weights after each update, as the step itself did
+@pytest.fixture(scope="module")
+def xla_and_mirrored(tmp_path_factory):
+    """The stdout of one child that logs the same model under XLA and under MirroredStrategy (two logical CPUs)."""
     import subprocess
     import sys
 
-    result = subprocess.run([sys.executable, "-c", HOST_HISTOGRAMS_PROGRAM, str(tmp_path)], capture_output=True,
-                            text=True, timeout=300, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    result = subprocess.run([sys.executable, "-c", XLA_AND_MIRRORED_PROGRAM, str(tmp_path_factory.mktemp("child"))],
+                            capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
     assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
+
+
+def test_a_large_update_logs_its_update_ratios_under_xla_and_under_mirrored_strategy(xla_and_mirrored):
+    assert "xla RATIOS 4 True NORMS True" in xla_and_mirrored
+    assert "mirrored RATIOS 4 True NORMS True" in xla_and_mirrored
+
+
+def test_weight_histograms_taken_by_the_host_hold_under_xla_and_under_mirrored_strategy(xla_and_mirrored):
+    # the host buckets the weights after the step, outside the graph: a compiled step and mirrored
+    # variables give it the weights after each update, as the step itself did
     for name in ("xla", "mirrored"):
-        assert f"{name} STEPS [1, 2, 3, 4] COUNT True EDGES True" in result.stdout, result.stdout
+        assert f"{name} STEPS [1, 2, 3, 4] COUNT True EDGES True" in xla_and_mirrored, xla_and_mirrored
