@@ -37,6 +37,17 @@ def _listen(model, **request):
     return inst, seen
 
 
+def _recording_graph(model, x_shape):
+    """The graph of `model`'s recording trace (scalars and histograms), for inputs of `x_shape` and int64 labels."""
+    inst = instrument(model)
+    inst.tracing_kinds = BOTH
+    try:
+        return tf.function(model.train_step).get_concrete_function(
+            (tf.TensorSpec(x_shape, tf.float32), tf.TensorSpec((None,), tf.int64))).graph
+    finally:
+        inst.tracing_kinds = frozenset()
+
+
 def _by_layer(model):
     groups = {}
     for v in model.trainable_weights:
@@ -187,15 +198,7 @@ def test_the_recording_step_computes_gradients_once():
     _listen(model, scalars_every=1, histograms_every=1, weights=True,
             histogram_kinds=("activations", "gradients", "weights"))
     model.fit(x, y, batch_size=8, verbose=0)
-    function = tf.function(model.train_step)
-    inst = instrument(model)
-    inst.tracing_kinds = BOTH
-    try:
-        concrete = function.get_concrete_function((tf.TensorSpec((None, 8, 8, 1), tf.float32),
-                                                   tf.TensorSpec((None,), tf.int64)))
-    finally:
-        inst.tracing_kinds = frozenset()
-    graph = concrete.graph.as_graph_def()
+    graph = _recording_graph(model, (None, 8, 8, 1)).as_graph_def()
     ops = [n.op for n in list(graph.node) + [n for f in graph.library.function for n in f.node_def]]
     assert ops.count("Conv2DBackpropFilter") == 1
 
@@ -212,15 +215,8 @@ def test_a_guarded_recording_step_folds_nothing_the_size_of_the_data(tmp_path):
     tfguard.guard(model, forward="layers", quarantine_dir=None)
     x, y = np.ones((8, 32), "float32"), np.zeros((8,), "int64")
     model.fit(x, y, batch_size=8, verbose=0, callbacks=[tfguard.Logger(str(tmp_path), histograms_every=1)])
-    inst = instrument(model)
-    inst.tracing_kinds = BOTH
-    try:
-        concrete = tf.function(model.train_step).get_concrete_function(
-            (tf.TensorSpec((None, 32), tf.float32), tf.TensorSpec((None,), tf.int64)))
-    finally:
-        inst.tracing_kinds = frozenset()
     assert sum(v.shape.num_elements() for v in model.weights) > 4096  # one histogram group is larger
-    assert foldable(concrete.graph, 4096) == []
+    assert foldable(_recording_graph(model, (None, 32)), 4096) == []
 
 
 def test_activation_histograms_look_at_the_leading_examples_only():
