@@ -98,3 +98,27 @@ def test_a_large_tensor_of_few_chunks_is_bucketed_without_a_loop():
 
     assert "While" not in ops(16) and "StatelessWhile" not in ops(16)
     assert {"While", "StatelessWhile"} & set(ops(3))  # 4 chunks: past the limit, a loop
+
+
+@pytest.mark.parametrize("bounds, groups", [([300, 200, 400, 100], 2), (None, 4)], ids=["bounded", "unbounded"])
+def test_tensors_of_unknown_size_are_grouped_by_their_bounds_or_bucketed_alone(bounds, groups):
+    # Packed as if they held nothing, a hundred tensors of unknown size made one group of every value
+    # (ResNet50's activation samples, traced for any batch size: 11 M values in one pass, ~250 MB)
+    values = [RNG.normal(size=n).astype("float32") for n in (300, 200, 400, 100)]
+    bucket = tf.function(lambda *ts: buckets.buckets_many(list(ts), 10, chunk=512, bounds=bounds))
+    concrete = bucket.get_concrete_function(*[tf.TensorSpec([None])] * len(values))
+    ops = [op.type for op in concrete.graph.get_operations()]
+    assert ops.count("UnsortedSegmentMin") == groups  # one pass per group: [[0, 1], [2, 3]], or one per tensor
+    got = concrete(*[tf.constant(v) for v in values]).numpy()
+    for i, value in enumerate(values):
+        np.testing.assert_allclose(got[i], _reference_buckets(value, 10), rtol=1e-5, atol=1e-5)
+
+
+def test_groups_hold_at_most_a_chunk_and_a_large_or_unknown_tensor_alone():
+    sizes = [300, 200, 13, 600, 0, 512, None, 1, 1]
+    plan = buckets.groups_of(sizes, chunk=512)
+    assert [i for group in plan for i in group] == list(range(len(sizes)))  # every tensor once, in order
+    for group in plan:
+        known = [sizes[i] for i in group]
+        assert len(group) == 1 or (None not in known and sum(known) <= 512)
+    assert [3] in plan and [6] in plan  # 600 > 512, and the unknown one

@@ -57,3 +57,13 @@ def test_all_finite_stacks_small_tensors_of_one_shape_and_still_finds_one_nan():
     assert bool(check(good)) and not bool(check(bad))
     graph = check.get_concrete_function(good).graph
     assert sum(op.type == "Sum" for op in graph.get_operations()) <= 2  # one per shape, not one per tensor
+
+
+@pytest.mark.parametrize("shape", [(64, 26, 26, 32), (5, 26, 26, 32), (2, 512, 512, 3), (8, 4), (300,), (3, 70000)])
+def test_a_sample_holds_at_most_its_bound_known_without_the_batch_size(shape):
+    values = tf.zeros(shape)
+    size = int(tf.size(stats.leading_examples(values)))
+    assert size == stats.sample_bound(values)  # exact when the batch size is known
+    if len(shape) > 1:  # a vector is returned whole: no bound without its size
+        any_batch = stats.sample_bound(tf.TensorSpec([None, *shape[1:]]))
+        assert size <= any_batch <= stats.ACTIVATION_SAMPLE

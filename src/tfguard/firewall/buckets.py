@@ -19,7 +19,7 @@ import itertools
 
 import tensorflow as tf
 
-from tfguard.firewall.stats import Reducer, as_float32, finite_or_zero, sizes_of
+from tfguard.firewall.stats import Reducer, as_float32, finite_or_zero, gather_rows, sizes_of
 
 HISTOGRAM_CHUNK = 2**19
 """Values bucketed at once: histograms need O(this) working memory, whatever the model's size."""
@@ -36,7 +36,7 @@ values, 32 MB) the tensor dwarfs its loop, and the pieces would not.
 
 
 def buckets_many(tensors: list[tf.Tensor], count: int = 30, chunk: int = HISTOGRAM_CHUNK,
-                 unrolled: int = UNROLLED_PIECES) -> tf.Tensor:
+                 unrolled: int = UNROLLED_PIECES, bounds: list | None = None) -> tf.Tensor:
     """`[n, count, 3]`: the buckets of each tensor (left edge, right edge, count), in bounded working memory.
 
     Tensors of at most `chunk` values are packed into groups of at most
@@ -50,39 +50,58 @@ def buckets_many(tensors: list[tf.Tensor], count: int = 30, chunk: int = HISTOGR
     never a copy of the model. Holds under XLA (no `histogram_fixed_width`,
     static shapes when sizes are known).
 
+    A tensor whose size is not known at trace time (a layer's output in a
+    step traced for any batch size) is packed by its bound in `bounds` (the
+    most values it can hold), or bucketed alone when it has none: packed as
+    if it held nothing, a hundred such tensors made one group of every
+    value (ResNet50's activation samples: 11 M values, ~250 MB of working
+    memory in one step).
+
     Example:
 
     >>> many = buckets_many([tf.constant([0.0, 1.0, 1.0]), tf.constant([5.0])], 2)
     >>> many.shape, many[0, :, 2].numpy().tolist(), many[1, :, 2].numpy().tolist()
     (TensorShape([2, 2, 3]), [1.0, 2.0], [1.0, 0.0])
     """
-    plan: list[list[int]] = []
-    size = 0
-    for i, t in enumerate(tensors):
-        n = t.shape.num_elements()
-        if n is not None and n > chunk:
-            plan.append([i])
-            size = chunk  # nothing joins a large tensor's group
-            continue
-        if not plan or size + (n or 0) > chunk or len(plan[-1]) == 1 and _large(tensors[plan[-1][0]], chunk):
-            plan.append([])
-            size = 0
-        plan[-1].append(i)
-        size += n or 0
-    parts, order, previous = [], [], None
-    for group in plan:
+    sizes = [t.shape.num_elements() for t in tensors]
+    if bounds is not None:
+        sizes = [size if size is not None else bound for size, bound in zip(sizes, bounds)]
+    rows, previous = {}, None
+    for group in groups_of(sizes, chunk):
         with tf.control_dependencies([previous] if previous is not None else []):
             if len(group) == 1 and _large(tensors[group[0]], chunk):
                 part = buckets_chunked(tensors[group[0]], count, chunk, unrolled)[None]
             else:
                 part = _buckets_packed([tensors[i] for i in group], count)
-        parts.append(part)
-        order += group
+        rows.update({i: (part, row) for row, i in enumerate(group)})
         previous = part
-    out = tf.concat(parts, axis=0) if len(parts) > 1 else parts[0]
-    if order != list(range(len(tensors))):
-        out = tf.gather(out, [order.index(i) for i in range(len(tensors))])
-    return out
+    return gather_rows([rows[i] for i in range(len(tensors))])
+
+
+def groups_of(sizes: list, chunk: int = HISTOGRAM_CHUNK) -> list[list[int]]:
+    """How `buckets_many` groups tensors of these sizes (`None`: unknown): indices, in order, per group.
+
+    Consecutive tensors share a group while their sizes add up to at most
+    `chunk`; a larger tensor, or one of unknown size, is a group alone.
+
+    Example:
+
+    >>> groups_of([3, 2, 9, 1, None, 0], chunk=5)
+    [[0, 1], [2], [3], [4], [5]]
+    """
+    plan: list[list[int]] = []
+    size = 0
+    for i, n in enumerate(sizes):
+        if n is None or n > chunk:
+            plan.append([i])
+            size = chunk + 1  # nothing joins a large (or unbounded) tensor's group
+            continue
+        if not plan or size + n > chunk:
+            plan.append([])
+            size = 0
+        plan[-1].append(i)
+        size += n
+    return plan
 
 
 def _large(t: tf.Tensor, chunk: int) -> bool:
@@ -237,4 +256,4 @@ def _runtime_zero(t: tf.Tensor) -> tf.Tensor:
     return tf.cast(tf.reduce_any(tf.abs(tf.reshape(t, [-1])[:1]) < 0), tf.int32)
 
 
-__all__ = ["HISTOGRAM_CHUNK", "UNROLLED_PIECES", "buckets_chunked", "buckets_many", "segment_ids"]
+__all__ = ["HISTOGRAM_CHUNK", "UNROLLED_PIECES", "buckets_chunked", "buckets_many", "groups_of", "segment_ids"]

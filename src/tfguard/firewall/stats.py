@@ -281,10 +281,37 @@ def leading_examples(values: tf.Tensor, limit: int = ACTIVATION_SAMPLE) -> tf.Te
     per_example = max(1, shape[1:].num_elements())
     if per_example <= limit:
         return values[: max(1, limit // per_example)]
+    return tf.reshape(values[:1], [-1])[::_stride(per_example, shape[-1], limit)][:limit]
+
+
+def _stride(per_example: int, last: int, limit: int) -> int:
+    """The stride that samples one example's `per_example` values down to about `limit`, coprime to its last axis."""
     stride = -(-per_example // limit)
-    if math.gcd(stride, shape[-1]) != 1:
-        stride = next(s for s in range(stride + 1, stride + shape[-1] + 2) if math.gcd(s, shape[-1]) == 1)
-    return tf.reshape(values[:1], [-1])[::stride][:limit]
+    if math.gcd(stride, last) != 1:
+        stride = next(s for s in range(stride + 1, stride + last + 2) if math.gcd(s, last) == 1)
+    return stride
+
+
+def sample_bound(values: tf.Tensor, limit: int = ACTIVATION_SAMPLE) -> int | None:
+    """The most values `leading_examples(values, limit)` can hold, known at trace time (`None`: unknown).
+
+    Static even where the sample's shape is not: a step traced for any
+    batch size takes `values[:k]`, whose row count is unknown but at most `k`.
+
+    Example:
+
+    >>> import tensorflow as tf
+    >>> sample_bound(tf.TensorSpec([None, 26, 26, 32])), sample_bound(tf.TensorSpec([None, None]))
+    (64896, None)
+    """
+    shape = values.shape
+    if shape.rank is None or shape.rank < 2 or not shape[1:].is_fully_defined():
+        return shape.num_elements()
+    per_example = max(1, shape[1:].num_elements())
+    if per_example > limit:
+        return min(limit, -(-per_example // _stride(per_example, shape[-1], limit)))
+    bound = per_example * max(1, limit // per_example)
+    return bound if shape[0] is None else min(bound, shape.num_elements())
 
 
 def moments(values: tf.Tensor) -> dict[str, tf.Tensor]:

@@ -320,10 +320,7 @@ def make_step(model: keras.Model, inst, original) -> callable:
                     lambda: probes.signals_of(groups),
                     lambda: tf.zeros([len(scalar_keys)]))
             if hists:
-                outputs["histograms"] = rare_cond(
-                    tf.convert_to_tensor(inst.histogram_flag),
-                    lambda: probes.histograms_of(hists),
-                    lambda: tf.zeros([len(hists), probes.HIST_BUCKETS, 3]))
+                outputs["histograms"] = probes.histograms_when(tf.convert_to_tensor(inst.histogram_flag), hists)
         finite_slots = [i for i, f in enumerate(flags) if f.finite]
         inst.set_plan(Plan(
             slots=[f.slot for f in flags], finite_slots=finite_slots,
