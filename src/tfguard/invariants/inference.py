@@ -118,11 +118,13 @@ def determinism(model: keras.Model, x) -> dict:
         The record; `ok=False` names the first layer whose outputs disagree.
     """
     with state_kept(model):
-        first, second = forward(model, x), forward(model, x)
+        first, second = _outputs(model, x), _outputs(model, x)
     change, tolerance = _worst(first.outputs, second.outputs)
     record = {"check": "training_mode_leak", "ok": change <= tolerance, "where": None,
               "evidence": {"code": "random_at_inference", "relative_change": change}}
     if not record["ok"]:
+        with state_kept(model):  # two more passes, every layer recorded: which layer differs
+            first, second = forward(model, x, reads=False), forward(model, x, reads=False)
         layer, _ = _first_layer(first, second)
         record["where"] = layer.path if layer is not None else _model_name(model)
         record["evidence"]["layer_class"] = layer.kind if layer is not None else None
@@ -153,15 +155,17 @@ def batch_independence(model: keras.Model, x) -> dict:
     if n < 2:
         record["evidence"]["skipped"] = "a batch of one example"
         return record
+    inputs = {"alone": batches.take(x, keep), "other_neighbours": batches.replace_rest(x, keep)}
     with state_kept(model):
-        full = forward(model, x)
-        variants = {"alone": forward(model, batches.take(x, keep)),
-                    "other_neighbours": forward(model, batches.replace_rest(x, keep))}
+        full = _outputs(model, x)
+        variants = {how: _outputs(model, batch) for how, batch in inputs.items()}
     for how, seen in variants.items():
-        cut = _rows_of(seen, keep)
-        change, tolerance = _worst(full.outputs, cut.outputs, keep, n)
+        change, tolerance = _worst(full.outputs, _rows_of(seen, keep).outputs, keep, n)
         if change <= tolerance:
             continue
+        with state_kept(model):  # the two passes again, every layer recorded: which layer breaks it
+            full = forward(model, x, reads=False)
+            cut = _rows_of(forward(model, inputs[how], reads=False), keep)
         layer, _ = _first_layer(full, cut, keep, n)
         record.update(ok=False, where=layer.path if layer is not None else _model_name(model))
         record["evidence"].update(relative_change=change, compared=how,
@@ -172,6 +176,11 @@ def batch_independence(model: keras.Model, x) -> dict:
             record["evidence"]["code"] = "batch_statistics"
         return record
     return record
+
+
+def _outputs(model: keras.Model, x) -> Seen:
+    """One inference pass that records the model's outputs only (nothing the size of its activations)."""
+    return forward(model, x, layers=False, reads=False)
 
 
 def _rows_of(seen: Seen, keep: int) -> Seen:

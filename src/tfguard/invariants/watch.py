@@ -53,6 +53,10 @@ from tfguard.optimizer_state import model_step
 BATCH_ROWS = 32
 """Examples of the first batch kept for the checks (the cost of each pass)."""
 
+READ_ROWS = 2
+"""Examples of the pass that finds which variables inference reads (through a gradient tape, which
+holds what a backward pass would need)."""
+
 _WATCHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -231,7 +235,7 @@ class InvariantWatch:
 
     def _trained_unused(self, model, x) -> None:
         with state_kept(model):
-            self.read = forward(model, x).read
+            self.read = _reads(model, x)
         if self.fingerprints is None or self._unused_pending:
             return
         moved = self.fingerprints.moved(model)
@@ -246,6 +250,19 @@ class InvariantWatch:
         return variables.trained_unused(model, moved, self.read)
 
 
+
+
+def _reads(model: keras.Model, x) -> set[str]:
+    """The trainable variables an inference pass reads, found on `READ_ROWS` examples of `x`.
+
+    Which variables a pass reads does not depend on the batch's size; a
+    model that takes one batch size only (a stateful RNN) is asked again
+    with the whole of `x`.
+    """
+    try:
+        return forward(model, batches.take(x, READ_ROWS), layers=False).read
+    except Exception:  # noqa: BLE001 - the pass on the whole batch says what is wrong, if anything
+        return forward(model, x, layers=False).read
 
 
 def watch(model: keras.Model, step: Callable[[], int] | None = None) -> InvariantWatch:
@@ -273,4 +290,4 @@ def watch_of(model: keras.Model) -> InvariantWatch | None:
     return _WATCHES.get(model)
 
 
-__all__ = ["BATCH_ROWS", "InvariantWatch", "forget", "watch", "watch_of"]
+__all__ = ["BATCH_ROWS", "READ_ROWS", "InvariantWatch", "forget", "watch", "watch_of"]
