@@ -5,7 +5,9 @@ are all constants into a `Const` (up to 10 MB each), and Grappler
 materializes `ZerosLike`/`OnesLike` of a known shape. A folded tensor the
 size of the data stays in the graph, and in memory, for the life of the step
 function. `foldable` lists such tensors, in the graph and in every branch
-and loop body it holds.
+and loop body it holds, and in every function it calls, where an argument
+the caller passes as a constant counts as one (Grappler specializes a
+call on its constant arguments).
 
 Example:
 
@@ -24,9 +26,12 @@ _MATERIALIZED = ("ZerosLike", "OnesLike")
 _NESTED = ("_true_graph", "_false_graph", "_body_graph", "_cond_graph")
 
 
-def foldable(graph, min_values: int, where: str = "") -> list[tuple[str, str, int]]:
+_CALLS = ("PartitionedCall", "StatefulPartitionedCall")
+
+
+def foldable(graph, min_values: int, where: str = "", constant_args: tuple = ()) -> list[tuple[str, str, int]]:
     """`(graph path, op type, values)` of each computed tensor of at least `min_values` values that folding would make a constant."""
-    constant: dict[str, bool] = {}
+    constant: dict[str, bool] = {t.op.name: True for t, known in zip(graph.inputs, constant_args) if known}
     found = []
     for op in graph.get_operations():
         inputs = list(op.inputs)
@@ -35,6 +40,8 @@ def foldable(graph, min_values: int, where: str = "") -> list[tuple[str, str, in
             continue
         if op.type in _MATERIALIZED:
             folds = op.outputs[0].shape.is_fully_defined()
+        elif op.type == "Placeholder" and op.name in constant:
+            continue
         elif op.type in _NEVER_CONSTANT or op._is_stateful or not inputs:
             folds = False
         else:
@@ -47,4 +54,8 @@ def foldable(graph, min_values: int, where: str = "") -> list[tuple[str, str, in
             nested = getattr(op, attribute, None)
             if nested is not None:
                 found += foldable(nested, min_values, f"{where}{op.name}{attribute}/")
+        if op.type in _CALLS:
+            called = graph._get_function(op.get_attr("f").name).graph
+            known = tuple(constant.get(t.op.name, False) for t in inputs)
+            found += foldable(called, min_values, f"{where}{op.name}/", known)
     return found

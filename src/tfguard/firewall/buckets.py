@@ -5,6 +5,9 @@ its finite values; non-finite values are counted at 0, so one NaN does not
 erase the picture. `buckets_many` buckets many tensors at once (small ones
 packed and bucketed in one pass, a large one `HISTOGRAM_CHUNK` values at a
 time, `buckets_chunked`), with the same edges and counts either way.
+In a graph each group and each piece is one call of a function traced
+once per shape (`_kernel`): a step that buckets hundreds of tensors traces
+a few ops per group, not the bucketing itself each time.
 
 Example:
 
@@ -15,7 +18,7 @@ TensorShape([1, 2, 3])
 
 from __future__ import annotations
 
-import itertools
+import functools
 
 import tensorflow as tf
 
@@ -28,10 +31,9 @@ UNROLLED_PIECES = 16
 """A large tensor of at most this many chunks is bucketed in static pieces; a larger one in a `while` loop.
 
 Each loop is two more functions in the step's library and a loop frame run
-at every histogram step; static pieces are plain ops, ~20 a chunk
-(ResNet50's gradient histograms: 4.7 k ops in 64 functions -> 3.9 k in 4,
-the same trace memory: it goes by ops, ~11 KB each). Past 16 chunks (8 M
-values, 32 MB) the tensor dwarfs its loop, and the pieces would not.
+at every histogram step; static pieces are two calls a chunk. Past 16
+chunks (8 M values, 32 MB) the tensor dwarfs its loop, and the pieces
+would not.
 """
 
 
@@ -66,13 +68,13 @@ def buckets_many(tensors: list[tf.Tensor], count: int = 30, chunk: int = HISTOGR
     sizes = [t.shape.num_elements() for t in tensors]
     if bounds is not None:
         sizes = [size if size is not None else bound for size, bound in zip(sizes, bounds)]
-    rows, previous = {}, None
+    rows, previous, reducer = {}, None, Reducer()  # one flat shape for every group
     for group in groups_of(sizes, chunk):
         with tf.control_dependencies([previous] if previous is not None else []):
             if len(group) == 1 and _large(tensors[group[0]], chunk):
-                part = buckets_chunked(tensors[group[0]], count, chunk, unrolled)[None]
+                part = _chunked_table(tensors[group[0]], count, chunk, unrolled)
             else:
-                part = _buckets_packed([tensors[i] for i in group], count)
+                part = _buckets_packed([tensors[i] for i in group], count, reducer)
         rows.update({i: (part, row) for row, i in enumerate(group)})
         previous = part
     return gather_rows([rows[i] for i in range(len(tensors))])
@@ -109,14 +111,50 @@ def _large(t: tf.Tensor, chunk: int) -> bool:
     return n is not None and n > chunk
 
 
-def _buckets_packed(tensors: list[tf.Tensor], count: int) -> tf.Tensor:
-    """`[n, count, 3]` of small tensors: flattened, concatenated, one segment sum."""
+def _kernel(fn):
+    """`fn` as one `tf.function` for every call in a graph, kept a call (never inlined) when it runs.
+
+    Histograms repeat one computation on many groups and pieces. Inlined,
+    each repetition is ops of the step's trace, which the CPU keeps for the
+    life of the step function (ResNet50's gradient histograms were 4.1 k
+    ops, 40 % of them constants); a call is one op, and its body is traced
+    and instantiated once per shape (200 calls of a 77-op body: 118 MB
+    inlined, 41 MB as calls that TensorFlow inlines when it instantiates
+    the step, 10 MB as calls it does not). Eagerly, `fn` runs as it is.
+    Under XLA the calls are compiled with the step, as any function call.
+    """
+    traced = tf.function(fn, autograph=False, reduce_retracing=True,
+                         experimental_attributes={"_noinline": True})
+
+    @functools.wraps(fn)
+    def call(*args):
+        return fn(*args) if tf.executing_eagerly() else traced(*args)
+
+    return call
+
+
+def _buckets_packed(tensors: list[tf.Tensor], count: int, reducer: Reducer | None = None) -> tf.Tensor:
+    """`[rows, count, 3]` of `n` small tensors, the first `n` rows theirs: flattened, concatenated, one call of `_packed`.
+
+    The sizes are padded to `rows`, a power of two, with empty vectors (rows
+    of zeros after the `n` tensors'), so a step's groups share a few traces
+    of `_packed`.
+    """
     n = len(tensors)
-    reducer = Reducer()
+    reducer = reducer or Reducer()
     flat = [reducer.flat(as_float32(t)) for t in tensors]
-    x = finite_or_zero(tf.concat(flat, axis=0) if n > 1 else flat[0])
-    segment = segment_ids(flat)
+    rows = 1 << (n - 1).bit_length()
     sizes = sizes_of(flat)
+    if rows > n:
+        sizes = tf.concat([sizes, tf.zeros([rows - n], tf.int32)], axis=0)
+    return _packed(tf.concat(flat, axis=0) if n > 1 else flat[0], sizes, rows, count)
+
+
+@_kernel
+def _packed(x: tf.Tensor, sizes: tf.Tensor, n: int, count: int) -> tf.Tensor:
+    """`[n, count, 3]`: the buckets of each vector of the concatenation `x` (of `n` vectors of `sizes` values)."""
+    segment = segment_ids(sizes + _runtime_zero(x), tf.size(x))
+    x = finite_or_zero(x)
     empty = tf.equal(sizes, 0)
     low = tf.where(empty, 0.0, tf.math.unsorted_segment_min(x, segment, n))
     high = tf.where(empty, 0.0, tf.math.unsorted_segment_max(x, segment, n))
@@ -141,13 +179,13 @@ def buckets_chunked(values: tf.Tensor, count: int = 30, chunk: int = HISTOGRAM_C
     """`[count, 3]` buckets of one large tensor, `chunk` values at a time (the same buckets as `buckets_many`).
 
     Two passes over the flattened tensor: the min and max of its finite
-    view (non-finite values count as 0), then the counts.
+    view (non-finite values count as 0), then the counts, each piece one
+    call of `_extremes` and `_counted` that takes what the piece before it
+    left (so the pieces run one after another).
     Up to `unrolled` chunks, the pieces are static slices of one `split`
-    (views of the tensor, no copy), each pass one piece after another;
-    past that, two `while` loops read a static `chunk`-sized slice at a
-    time, the last slice moved back to end at the tensor's end and the
-    values it shares with the slice before not counted twice. Working
-    memory: a few times `chunk` values.
+    (views of the tensor, no copy); past that, two `while` loops read a
+    static `chunk`-sized slice at a time and the rest after the loop.
+    Working memory: a few times `chunk` values.
 
     Example:
 
@@ -157,96 +195,89 @@ def buckets_chunked(values: tf.Tensor, count: int = 30, chunk: int = HISTOGRAM_C
     >>> bool(tf.reduce_all(buckets_chunked(tf.range(10.0), 2, chunk=4, unrolled=0) == b))
     True
     """
+    return _chunked_table(values, count, chunk, unrolled)[0]
+
+
+def _chunked_table(values: tf.Tensor, count: int, chunk: int, unrolled: int) -> tf.Tensor:
+    """`buckets_chunked` as a table of one row, `[1, count, 3]`."""
     flat = tf.reshape(values, [-1])
     n = flat.shape.num_elements()
     if n is None or n <= chunk:
-        return _buckets_packed([values], count)[0]
-    low, high, counts_in = (_pieces if -(-n // chunk) <= unrolled else _looped)(flat, n, chunk)
-    width = tf.where(high > low, (high - low) / count, 1.0)
-
-    def counts_of(x):
-        index = tf.clip_by_value(tf.cast(tf.floor((x - low) / width), tf.int32), 0, count - 1)
-        return tf.math.unsorted_segment_sum(tf.cast(index >= 0, tf.float32), index, count)  # ones, not foldable
-
-    counts = counts_in(lambda x: counts_of(finite_or_zero(x)), tf.zeros([count]))
-    return _layout(low[None], width[None], counts[None], count)[0]
+        return _buckets_packed([values], count)
+    passes = _pieces if -(-n // chunk) <= unrolled else _looped
+    extremes = passes(flat, n, chunk, _extremes, tf.constant([float("inf"), float("-inf")]))
+    counts = passes(flat, n, chunk, lambda piece, counts: _counted(piece, counts, extremes, count),
+                    tf.zeros([count]))
+    return _chunked_layout(extremes, counts, count)
 
 
-def _pieces(flat: tf.Tensor, n: int, chunk: int):
-    """`buckets_chunked`'s passes over static pieces: (low, high, counts_in(count_fn, zeros))."""
-    pieces = tf.split(flat, [chunk] * (n // chunk) + ([n % chunk] if n % chunk else []))
-    axis = tf.constant([0])
-    low, high = tf.constant(float("inf")), tf.constant(float("-inf"))
-    for piece in pieces:
-        with tf.control_dependencies([low]):  # one piece's working memory at a time
-            x = finite_or_zero(piece)
-        low, high = tf.minimum(low, tf.reduce_min(x, axis)), tf.maximum(high, tf.reduce_max(x, axis))
-
-    def counts_in(count_fn, counts):
-        for piece in pieces:
-            with tf.control_dependencies([counts]):
-                counts = counts + count_fn(piece)
-        return counts
-
-    return low, high, counts_in
+def _edges(extremes: tf.Tensor, count: int) -> tuple[tf.Tensor, tf.Tensor]:
+    """`(low, width)` of `count` buckets spanning `[min, max]` (width 1 when they are equal)."""
+    low, high = extremes[0], extremes[1]
+    return low, tf.where(high > low, (high - low) / count, 1.0)
 
 
-def _looped(flat: tf.Tensor, n: int, chunk: int):
-    """`buckets_chunked`'s passes as two `while` loops: (low, high, counts_in(count_fn, zeros))."""
-    steps = -(-n // chunk)
-
-    def extremes(i, low, high):
-        start = tf.minimum(i * chunk, n - chunk)
-        x = finite_or_zero(tf.slice(flat, tf.reshape(start, [1]), [chunk]))
-        return i + 1, tf.minimum(low, tf.reduce_min(x)), tf.maximum(high, tf.reduce_max(x))
-
-    _, low, high = tf.while_loop(lambda i, *_: i < steps, extremes,
-                                 (tf.constant(0), tf.constant(float("inf")), tf.constant(float("-inf"))))
-
-    def counts_in(count_fn, counts):
-        # the whole slices in the loop, the rest (static, at most `chunk` values) after it: no per-value
-        # constant (a range, a mask) that the graph optimizer would fold into the graph per tensor
-        whole = n // chunk
-        _, counts = tf.while_loop(
-            lambda i, _: i < whole,
-            lambda i, c: (i + 1, c + count_fn(tf.slice(flat, tf.reshape(i * chunk, [1]), [chunk]))),
-            (tf.constant(0), counts))
-        return counts + count_fn(flat[whole * chunk:]) if n > whole * chunk else counts
-
-    return low, high, counts_in
+@_kernel
+def _extremes(piece: tf.Tensor, extremes: tf.Tensor) -> tf.Tensor:
+    """`[min, max]` of `extremes` and the finite view of `piece`."""
+    x = finite_or_zero(piece)
+    return tf.stack([tf.minimum(extremes[0], tf.reduce_min(x)), tf.maximum(extremes[1], tf.reduce_max(x))])
 
 
-def segment_ids(tensors: list[tf.Tensor]) -> tf.Tensor:
-    """For the concatenation of the vectors `tensors`, which vector each value came from (int32).
+@_kernel
+def _counted(piece: tf.Tensor, counts: tf.Tensor, extremes: tf.Tensor, count: int) -> tf.Tensor:
+    """`counts` plus the bucket counts of the finite view of `piece`, for `count` buckets spanning `extremes`."""
+    low, width = _edges(extremes, count)
+    index = tf.clip_by_value(tf.cast(tf.floor((finite_or_zero(piece) - low) / width), tf.int32), 0, count - 1)
+    return counts + tf.math.unsorted_segment_sum(tf.cast(index >= 0, tf.float32), index, count)  # ones, not foldable
 
-    A mark where each vector starts, and a running sum: a few ops whatever
-    the number of vectors, static shapes when their sizes are known (XLA).
-    With known sizes the ids are a function of constants alone, which
-    TensorFlow's constant folding (at function instantiation, outside
-    Grappler) would turn into a constant the size of the vectors, kept by
-    the graph for the life of the step function: ~11 MB for each group of
-    2**19 values. The marks are made from a zero read at run time
-    (`_runtime_zero`), so nothing the size of the data is folded.
+
+@_kernel
+def _chunked_layout(extremes: tf.Tensor, counts: tf.Tensor, count: int) -> tf.Tensor:
+    """`[1, count, 3]`: the layout of one tensor's buckets from its `[min, max]` and counts."""
+    low, width = _edges(extremes, count)
+    return _layout(low[None], width[None], counts[None], count)
+
+
+def _pieces(flat: tf.Tensor, n: int, chunk: int, step, state: tf.Tensor) -> tf.Tensor:
+    """`state` carried through `step(piece, state)` over static pieces of `flat` (views of one `split`)."""
+    for piece in tf.split(flat, [chunk] * (n // chunk) + ([n % chunk] if n % chunk else [])):
+        state = step(piece, state)
+    return state
+
+
+def _looped(flat: tf.Tensor, n: int, chunk: int, step, state: tf.Tensor) -> tf.Tensor:
+    """`state` carried through `step(piece, state)` over `flat`, `chunk` values a turn of a `while` loop.
+
+    The whole slices in the loop, the rest (static, at most `chunk` values)
+    after it: no per-value constant (a range, a mask) that the graph
+    optimizer would fold into the graph per tensor.
+    """
+    whole = n // chunk
+    _, state = tf.while_loop(
+        lambda i, _: i < whole,
+        lambda i, s: (i + 1, step(tf.slice(flat, tf.reshape(i * chunk, [1]), [chunk]), s)),
+        (tf.constant(0), state))
+    return step(flat[whole * chunk:], state) if n > whole * chunk else state
+
+
+def segment_ids(sizes: tf.Tensor, total) -> tf.Tensor:
+    """For a concatenation of vectors of `sizes` values (`total` in all), which vector each value came from (int32).
+
+    A mark where each vector ends, and a running sum: a few ops whatever
+    the number of vectors. Ids computed from constant sizes alone would be
+    turned by TensorFlow's constant folding (at function instantiation,
+    outside Grappler) into a constant the size of the vectors, kept by the
+    graph for the life of the step function (~11 MB for each group of
+    2**19 values): `_packed` adds a zero read at run time to its sizes
+    (`_runtime_zero`).
 
     Example:
 
-    >>> segment_ids([tf.ones([2]), tf.ones([0]), tf.ones([3])]).numpy().tolist()
+    >>> segment_ids(tf.constant([2, 0, 3]), 5).numpy().tolist()
     [0, 0, 2, 2, 2]
     """
-    static = [t.shape.num_elements() for t in tensors]
-    if all(size is not None for size in static):
-        total = sum(static)
-        if total == 0:
-            return tf.zeros([0], tf.int32)
-        zero = _runtime_zero(next(t for t, size in zip(tensors, static) if size))
-        starts = [start for start in itertools.accumulate(static[:-1]) if start < total]
-        if not starts:
-            return tf.fill([total], zero)
-        marks = tf.scatter_nd(tf.constant([[start] for start in starts], tf.int32),
-                              tf.fill([len(starts)], zero + 1), tf.constant([total], tf.int32))
-        return tf.cumsum(marks)
-    ends = tf.cumsum(sizes_of(tensors))
-    total = ends[-1]
+    ends = tf.cumsum(sizes)
     marks = tf.math.unsorted_segment_sum(tf.ones_like(ends[:-1]), ends[:-1], total + 1)[:total]
     return tf.cumsum(marks)
 
