@@ -155,3 +155,30 @@ def test_a_non_finite_gradient_of_a_gated_update_is_named_without_being_kept_to_
     assert info.value.checkpoint == "gradients" and "d/kernel" in info.value.where
     assert "has a NaN or Inf among its 12 values" in str(info.value)
     assert foreign.bitwise_equal(before, foreign.state_of(model, model.optimizer, metrics=False))
+
+
+def test_every_layer_checked_in_a_gated_step_is_judged_at_the_door_not_held_to_the_end():
+    """`forward="layers"`: a layer output kept for its NaN count lived through the backward pass (ResNet50: ~100 MB)."""
+    import tensorflow as tf
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((4,))
+    h = keras.layers.Dense(3, name="d")(inputs)
+    h = keras.layers.Lambda(lambda t: tf.math.log(t), name="log")(h)  # NaN where the Dense output is negative
+    outputs = keras.layers.Dense(2, name="out")(h)
+    model = keras.Model(inputs, outputs)
+    model.compile(optimizer="adam", loss="mse")
+    model.optimizer.build(model.trainable_variables)
+    tfguard.guard(model, policy="raise", forward="layers", quarantine_dir=None, hold_bytes=0)
+    graph = tf.function(model.train_step).get_concrete_function(
+        (tf.TensorSpec((None, 4), tf.float32), tf.TensorSpec((None, 2), tf.float32))).graph
+    layer_outputs = {op.name for op in graph.get_operations()
+                     if ("/log" in op.name or "/out" in op.name) and not op.name.startswith("gradient_tape")}
+    branches = [op for op in graph.get_operations() if op.type in ("If", "StatelessIf")]
+    assert branches and not any(t.op.name in layer_outputs for op in branches for t in op.inputs)
+    before = foreign.state_of(model, model.optimizer, metrics=False)
+    x = -np.random.default_rng(0).random((16, 4), dtype=np.float32)
+    with pytest.raises(tfguard.GuardViolation) as info:
+        model.fit(x, np.ones((16, 2), np.float32), batch_size=16, verbose=0)
+    assert info.value.checkpoint == "forward" and "log" in info.value.where
+    assert "has a NaN or Inf among its 48 values" in str(info.value)
+    assert foreign.bitwise_equal(before, foreign.state_of(model, model.optimizer, metrics=False))

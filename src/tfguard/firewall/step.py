@@ -248,12 +248,16 @@ def make_step(model: keras.Model, inst, original) -> callable:
         want_taps = layers_mode or bool(kinds) or (config is not None and config.forward == "output")
         tape = taps.Tape() if want_taps else None
         data_flags = list(flags)
+        judged: dict[tuple, Flag] = {}  # layer outputs judged at a gated update's door, by slot and tensor
 
         def collect(final: bool, logs=None) -> list[Flag]:
-            """The step's flags as of now: before an update (the gate), or at the end."""
+            """The step's flags as of now: before a gated update (the gate), or at the end."""
             records = tape.records if tape is not None else []
             found = list(data_flags)
-            found += checkpoints.forward(config.forward, context, records if layers_mode else _direct(model, records))
+            forward = checkpoints.forward(config.forward, context, records if layers_mode else _direct(model, records))
+            if layers_mode and (judged or not final):
+                forward = [_judged_now(f, judged, reducer) for f in forward]
+            found += forward
             found += checkpoints.loss(context, logs if final else {})
             found += checkpoints.gradients(context)
             found += checkpoints.update(context, context.gate, final)
@@ -336,6 +340,24 @@ def make_step(model: keras.Model, inst, original) -> callable:
 
     setattr(train_step, ORIGINAL_STEP, original)
     return train_step
+
+
+def _judged_now(flag: Flag, judged: dict, reducer: stats.Reducer) -> Flag:
+    """A layer output's flag taken at a gated update's door (`counted_flag`), once per tensor.
+
+    At the step's end, a flag that still holds its tensor keeps it alive
+    for its exact NaN/Inf count on failure: with every layer checked
+    (`forward="layers"`), every layer's output lived through the backward
+    pass and the dry run. A step that gates an update (a large model) judges
+    them by their sums at its door; a violation then names the layer, not
+    how many of its values.
+    """
+    if flag.tensor is None:
+        return flag
+    key = (flag.slot, id(flag.tensor))
+    if key not in judged:
+        judged[key] = checkpoints.counted_flag(flag.slot, flag.tensor, reducer)
+    return judged[key]
 
 
 def _gradient_stats(context: StepContext, update, flag):
