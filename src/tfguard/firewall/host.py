@@ -52,8 +52,8 @@ import tensorflow as tf
 
 from tfguard import tags
 from tfguard.distribute import keras_20585
-from tfguard.firewall import probes
 from tfguard.firewall.config import HOLD_BYTES
+from tfguard.firewall.histograms import host_histograms
 from tfguard.firewall.probes import NO_RATIO
 from tfguard.firewall.record import StepRecord, freeze
 from tfguard.firewall.step import HISTOGRAMS, LOGS_KEY, OUTPUT_KEY, RECORDING, step_after
@@ -322,7 +322,7 @@ class Host:
             stacked = np.asarray(extra["histograms"], np.float64)
             histograms = dict(zip(plan.histogram_keys, stacked))
         if HISTOGRAMS in kinds and plan.host_histograms:
-            histograms.update(probes.host_histograms(plan.host_histograms))
+            histograms.update(host_histograms(plan.host_histograms))
         scalars, histograms = _meaningful(scalars, histograms, moved, plan.loss_scaled)
         record = StepRecord(
             step=step, batch=position[0], epoch=position[1], moved=moved,

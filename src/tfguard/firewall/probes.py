@@ -10,16 +10,9 @@ and histograms are read off tensors the step has anyway.
 every layer's gradient norm from one vector of squared norms and one
 segment sum), an ordered map histogram tag -> tensor, and the weights whose
 histograms the host takes after the step; the step puts the scalars into
-one vector (`signals_of`) and buckets the histograms (`histograms_when`:
-activations a group of layers at a time, as the forward pass makes them),
-inside branches of the recording step that run only when the host says
-they are due.
-
-Weight histograms are not in the graph: the weights after the update are
-what the host reads once the step has run, and bucketing hundreds of
-variables in the step cost a large model its trace (ResNet50: ~3 k ops and
-30 loops, ~80 MB kept for the life of the step function). The host buckets
-them with the same `histograms_of`, eagerly, one group at a time.
+one vector (`signals_of`) inside the branch of the recording step that
+runs only when the host says it is due; `tfguard.firewall.histograms`
+buckets the histograms (weights: on the host, after the step).
 
 Example:
 
@@ -37,14 +30,13 @@ import tensorflow as tf
 
 from tfguard import tags
 from tfguard.checks.contract import leaves
-from tfguard.firewall import buckets, stats
+from tfguard.firewall import stats
 from tfguard.firewall.checkpoints import float_leaves
+from tfguard.firewall.histograms import Sample
 from tfguard.hooks import dry_run
-from tfguard.hooks.branch import rare_cond
 from tfguard.hooks.context import StepContext
 from tfguard.hooks.transaction import is_float, tf_variable
 
-HIST_BUCKETS = 30
 NO_RATIO = -1.0
 """`update_ratio` of a layer whose weights were all zero: undefined, left out on the host."""
 
@@ -145,122 +137,6 @@ def signals_of(groups: list[Group]) -> tf.Tensor:
     if scalars:
         parts.append(tf.stack(scalars))
     return tf.concat(parts, axis=0) if len(parts) > 1 else parts[0]
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class Sample:
-    """A layer output whose histogram is taken from its leading examples (`stats.leading_examples`), when due.
-
-    `values()` makes the sample (call it inside the branch that buckets it);
-    `bound` is the most values it can hold, known at trace time even when
-    the batch size is not.
-    """
-
-    tensor: tf.Tensor
-
-    def values(self) -> tf.Tensor:
-        return stats.leading_examples(self.tensor)
-
-    @property
-    def bound(self) -> int | None:
-        return stats.sample_bound(self.tensor)
-
-
-@dataclasses.dataclass(frozen=True)
-class Bucketed:
-    """A histogram already bucketed: row `row` of a `[k, HIST_BUCKETS, 3]` table."""
-
-    table: tf.Tensor
-    row: int
-
-
-def gradient_buckets(update, flag) -> tf.Tensor | None:
-    """At the optimizer's door, on histogram steps: the buckets of the update's gradients.
-
-    Bucketed before the update is applied, so the gradients die with the
-    update as in a step that records nothing, rather than living until the
-    step's end. Fills `update`'s context-side map through the caller.
-    """
-    grads = [g for g in update.unscaled() if g is not None]
-    if not grads:
-        return None
-    return tf.cond(tf.convert_to_tensor(flag), lambda: buckets.buckets_many(grads, HIST_BUCKETS),
-                   lambda: tf.zeros([len(grads), HIST_BUCKETS, 3]))
-
-
-def histograms_of(values: dict) -> tf.Tensor:
-    """`[n, HIST_BUCKETS, 3]` buckets of every histogram value (read now: weights after the update)."""
-    items = list(values.values())
-    raw = [v for v in items if not isinstance(v, Bucketed)]
-    table = _bucketed(raw) if raw else None
-    position = iter(range(len(raw)))
-    return stats.gather_rows([(v.table, v.row) if isinstance(v, Bucketed) else (table, next(position))
-                              for v in items])
-
-
-def histograms_when(flag: tf.Tensor, values: dict) -> tf.Tensor:
-    """In the step: `[n, HIST_BUCKETS, 3]` buckets of every histogram value when `flag` holds, zeros otherwise.
-
-    The forward pass's values (`Sample`s: activations) are bucketed in
-    branches of their own, one per group of at most `HISTOGRAM_CHUNK`
-    values (`buckets.groups_of`, in layer order): a branch runs as soon as
-    its layers have run, during the forward pass, and a branch holds its
-    inputs until it is done. With one branch for every histogram, every
-    activation lived to the end of the step, through the backward pass
-    (ResNet50, batch 16: ~250 MB more at the step's peak). Gradients the
-    optimizer's door did not bucket get one branch after the backward
-    pass; the door's own tables (`Bucketed`) are read as they are.
-
-    Example:
-
-    >>> import tensorflow as tf
-    >>> values = {"a": Sample(tf.constant([0.0, 1.0])), "g": tf.constant([2.0])}
-    >>> histograms_when(tf.constant(True), values)[:, :, 2].numpy().sum(axis=1).tolist()
-    [2.0, 1.0]
-    >>> float(tf.reduce_sum(histograms_when(tf.constant(False), values)))
-    0.0
-    """
-    items = list(values.values())
-    forward = [v for v in items if isinstance(v, Sample)]
-    rest = [v for v in items if not isinstance(v, (Sample, Bucketed))]
-    parts = [[forward[i] for i in group] for group in buckets.groups_of([v.bound for v in forward])]
-    rows = {}
-    for part in [*parts, rest]:
-        if part:
-            table = rare_cond(flag, lambda part=part: _bucketed(part), lambda part=part: _none_bucketed(part))
-            rows.update({id(v): (table, row) for row, v in enumerate(part)})
-    return stats.gather_rows([(v.table, v.row) if isinstance(v, Bucketed) else rows[id(v)] for v in items])
-
-
-def _none_bucketed(values: list) -> tf.Tensor:
-    """The zeros a histogram branch returns when it does not run."""
-    return tf.zeros([len(values), HIST_BUCKETS, 3])
-
-
-def _bucketed(values: list) -> tf.Tensor:
-    """`[n, HIST_BUCKETS, 3]` of values to bucket (tensors, variables or `Sample`s)."""
-    tensors = [v.values() if isinstance(v, Sample) else tf.convert_to_tensor(v) for v in values]
-    bounds = [v.bound if isinstance(v, Sample) else None for v in values]
-    return buckets.buckets_many(tensors, HIST_BUCKETS, bounds=bounds)
-
-
-def host_histograms(weights: list) -> dict:
-    """`tag -> [HIST_BUCKETS, 3]` NumPy buckets of `(tag, variable)` pairs, read now, eagerly (after the step).
-
-    The same buckets as in the step (`buckets.buckets_many`), one group of
-    variables at a time: no trace, and the working memory of one group.
-
-    Example:
-
-    >>> import keras
-    >>> w = keras.Variable([0.0, 1.0, 1.0])
-    >>> float(host_histograms([("weights/w", w)])["weights/w"][:, 2].sum())
-    3.0
-    """
-    if not weights:
-        return {}
-    table = buckets.buckets_many([tf.convert_to_tensor(v) for _, v in weights], HIST_BUCKETS)
-    return dict(zip((tag for tag, _ in weights), table.numpy().astype("float64")))
 
 
 def _gradients(context: StepContext) -> tuple[list, list, list]:
@@ -447,5 +323,5 @@ def _weight_signals(model, context: StepContext, groups) -> None:
     groups.append(Group([*map(tags.weight_norm, layers), *map(tags.update_ratio, layers)], compute))
 
 
-__all__ = ["HIST_BUCKETS", "NO_RATIO", "Bucketed", "Group", "Sample", "Wanted", "build", "gradient_buckets", "gradient_table",
-           "histograms_of", "histograms_when", "host_histograms", "layer_key", "optimizer_names", "signals_of"]
+__all__ = ["NO_RATIO", "Group", "Wanted", "build", "gradient_table", "layer_key", "optimizer_names",
+           "signals_of"]

@@ -42,7 +42,7 @@ import keras
 import tensorflow as tf
 
 from tfguard.checks.labels import Labels
-from tfguard.firewall import checkpoints, probes, stats
+from tfguard.firewall import checkpoints, histograms, probes, stats
 from tfguard.firewall.checkpoints import Flag, Slot
 from tfguard.firewall.config import HOLD_BYTES
 from tfguard.firewall.gate import Gate
@@ -324,7 +324,7 @@ def make_step(model: keras.Model, inst, original) -> callable:
                     lambda: probes.signals_of(groups),
                     lambda: tf.zeros([len(scalar_keys)]))
             if hists:
-                outputs["histograms"] = probes.histograms_when(tf.convert_to_tensor(inst.histogram_flag), hists)
+                outputs["histograms"] = histograms.histograms_when(tf.convert_to_tensor(inst.histogram_flag), hists)
         finite_slots = [i for i, f in enumerate(flags) if f.finite]
         inst.set_plan(Plan(
             slots=[f.slot for f in flags], finite_slots=finite_slots,
@@ -373,11 +373,11 @@ def _gradient_stats(context: StepContext, update, flag):
 
 def _bucket_gradients(context: StepContext, update, flag):
     """The door hook that buckets an update's gradients on histogram steps, before it is applied."""
-    table = probes.gradient_buckets(update, flag)
+    table = histograms.gradient_buckets(update, flag)
     if table is not None:
         rows = [v for v, g in zip(update.variables, update.gradients) if g is not None]
         for row, variable in enumerate(rows):
-            context.gradient_buckets.setdefault(id(variable), probes.Bucketed(table, row))
+            context.gradient_buckets.setdefault(id(variable), histograms.Bucketed(table, row))
     return table
 
 

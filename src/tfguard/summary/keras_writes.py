@@ -27,7 +27,7 @@ import numpy as np
 from tensorboard.compat.proto import summary_pb2, tensor_pb2, tensor_shape_pb2, types_pb2
 
 from tfguard import tags
-from tfguard.firewall import probes
+from tfguard.firewall import histograms
 from tfguard.hooks.transaction import is_float
 from tfguard.summary.embeddings import embedding_tables
 from tfguard.summary.projector import MAX_POINTS, write_projector
@@ -55,14 +55,14 @@ def weight_image(weight: np.ndarray) -> np.ndarray | None:
 def weight_values(model: keras.Model, images: bool = False) -> tuple[list, list]:
     """Histograms of every weight as summary values, and `(tag, images)` of each weight's picture.
 
-    The buckets are the firewall's own (`tfguard.firewall.probes.histograms_of`,
+    The buckets are the firewall's own (`tfguard.firewall.histograms.histograms_of`,
     all weights in one pass), so an epoch-end histogram reads like a
     step-level one.
     """
     weights = [v for v in model.weights if is_float(v)]  # the step-level weight histograms' choice
     if not weights:
         return [], []
-    buckets = probes.histograms_of({v.path: v for v in weights}).numpy()
+    buckets = histograms.histograms_of({v.path: v for v in weights}).numpy()
     values, pictures = [], []
     for variable, stacked in zip(weights, buckets, strict=True):
         values.append(histogram_value(tags.hist_weights(variable.path), stacked.astype(np.float64)))
