@@ -124,3 +124,19 @@ def test_canary_func_graph_captures():
         pairs = tf_compat.captures(graph)
         assert [external is outer for external, _ in pairs] == [True]
         assert pairs[0][1].graph is graph
+
+
+def test_canary_noinline_keeps_a_call_a_call():
+    inner = tf_compat.never_inlined(lambda x: x * 2.0)
+
+    @tf.function
+    def outer(x):
+        return inner(x) + inner(x + 1.0)
+
+    graph = outer.get_concrete_function(tf.TensorSpec([3])).graph
+    calls = [op for op in graph.get_operations() if op.type == "PartitionedCall"]
+    with canary(f'tf.function(experimental_attributes={{"{tf_compat.NO_INLINE}": True}})', "tensorflow"):
+        assert len(calls) == 2
+        called = graph._get_function(calls[0].get_attr("f").name).cached_definition
+        assert called.attr[tf_compat.NO_INLINE].b is True
+        assert outer(tf.ones([3])).numpy().tolist() == [6.0, 6.0, 6.0]

@@ -23,6 +23,7 @@ import functools
 import tensorflow as tf
 
 from tfguard.firewall.stats import Reducer, as_float32, finite_or_zero, gather_rows, sizes_of
+from tfguard.hooks import tf_compat
 
 HISTOGRAM_CHUNK = 2**19
 """Values bucketed at once: histograms need O(this) working memory, whatever the model's size."""
@@ -123,8 +124,7 @@ def _kernel(fn):
     the step, 10 MB as calls it does not). Eagerly, `fn` runs as it is.
     Under XLA the calls are compiled with the step, as any function call.
     """
-    traced = tf.function(fn, autograph=False, reduce_retracing=True,
-                         experimental_attributes={"_noinline": True})
+    traced = tf_compat.never_inlined(fn)
 
     @functools.wraps(fn)
     def call(*args):

@@ -23,7 +23,9 @@ workaround (`tfguard.distribute.keras_20585`):
 * `merge_call(fn, strategy, *args)`: `fn` run once for all replicas
   (`tf.__internal__.distribute.interim.maybe_merge_call`);
 * `captures(graph)`: the `(outer tensor, placeholder)` pairs a function
-  graph captures (`FuncGraph.captures`).
+  graph captures (`FuncGraph.captures`);
+* `never_inlined(fn)`: a `tf.function` whose calls stay calls when the
+  calling graph runs (the `_noinline` function attribute).
 
 Example:
 
@@ -112,10 +114,19 @@ def merge_call(fn, strategy, *args):
     return tf.__internal__.distribute.interim.maybe_merge_call(fn, strategy, *args)
 
 
+NO_INLINE = "_noinline"
+"""The function attribute that keeps a call of a `tf.function` a call when the calling graph is instantiated."""
+
+
+def never_inlined(fn):
+    """`tf.function(fn)` (shapes relaxed after a retrace) whose calls TensorFlow does not inline into the caller."""
+    return tf.function(fn, autograph=False, reduce_retracing=True, experimental_attributes={NO_INLINE: True})
+
+
 def captures(graph) -> list[tuple[tf.Tensor, tf.Tensor]]:
     """The `(outer tensor, inner placeholder)` pairs a `FuncGraph` captured so far."""
     return list(graph.captures)
 
 
-__all__ = ["LOWER_USING_SWITCH_MERGE", "captures", "keep_functional", "merge_call", "op_def", "python_callable",
-           "variant_tensor", "write_event", "write_raw_summary"]
+__all__ = ["LOWER_USING_SWITCH_MERGE", "NO_INLINE", "captures", "keep_functional", "merge_call", "never_inlined",
+           "op_def", "python_callable", "variant_tensor", "write_event", "write_raw_summary"]
