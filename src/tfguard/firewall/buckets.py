@@ -72,8 +72,8 @@ def buckets_many(tensors: list[tf.Tensor], count: int = 30, chunk: int = HISTOGR
     rows, previous, reducer = {}, None, Reducer()  # one flat shape for every group
     for group in groups_of(sizes, chunk):
         with tf.control_dependencies([previous] if previous is not None else []):
-            if len(group) == 1 and _large(tensors[group[0]], chunk):
-                part = _chunked_table(tensors[group[0]], count, chunk, unrolled)
+            if len(group) == 1:  # a large tensor chunk by chunk; a small one or one of unknown size packed
+                part = _chunked_table(tensors[group[0]], count, chunk, unrolled, reducer)
             else:
                 part = _buckets_packed([tensors[i] for i in group], count, reducer)
         rows.update({i: (part, row) for row, i in enumerate(group)})
@@ -105,11 +105,6 @@ def groups_of(sizes: list, chunk: int = HISTOGRAM_CHUNK) -> list[list[int]]:
         plan[-1].append(i)
         size += n
     return plan
-
-
-def _large(t: tf.Tensor, chunk: int) -> bool:
-    n = t.shape.num_elements()
-    return n is not None and n > chunk
 
 
 def _kernel(fn):
@@ -198,12 +193,13 @@ def buckets_chunked(values: tf.Tensor, count: int = 30, chunk: int = HISTOGRAM_C
     return _chunked_table(values, count, chunk, unrolled)[0]
 
 
-def _chunked_table(values: tf.Tensor, count: int, chunk: int, unrolled: int) -> tf.Tensor:
-    """`buckets_chunked` as a table of one row, `[1, count, 3]`."""
-    flat = tf.reshape(values, [-1])
-    n = flat.shape.num_elements()
+def _chunked_table(values: tf.Tensor, count: int, chunk: int, unrolled: int,
+                   reducer: Reducer | None = None) -> tf.Tensor:
+    """`buckets_chunked` as a table of one row, `[1, count, 3]` (packed when it holds at most `chunk` values)."""
+    n = values.shape.num_elements()
     if n is None or n <= chunk:
-        return _buckets_packed([values], count)
+        return _buckets_packed([values], count, reducer)
+    flat = tf.reshape(values, [-1])
     passes = _pieces if -(-n // chunk) <= unrolled else _looped
     extremes = passes(flat, n, chunk, _extremes, tf.constant([float("inf"), float("-inf")]))
     counts = passes(flat, n, chunk, lambda piece, counts: _counted(piece, counts, extremes, count),

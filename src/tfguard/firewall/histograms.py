@@ -17,7 +17,7 @@ does the bucketing itself):
 Example:
 
 >>> import tensorflow as tf
->>> histograms_of({"w": tf.constant([0.0, 1.0, 1.0])}).shape
+>>> histograms_of([tf.constant([0.0, 1.0, 1.0])]).shape
 TensorShape([1, 30, 3])
 """
 
@@ -70,18 +70,21 @@ def gradient_buckets(update, flag) -> tf.Tensor | None:
     grads = [g for g in update.unscaled() if g is not None]
     if not grads:
         return None
-    return tf.cond(tf.convert_to_tensor(flag), lambda: buckets.buckets_many(grads, HIST_BUCKETS),
-                   lambda: tf.zeros([len(grads), HIST_BUCKETS, 3]))
+    return tf.cond(tf.convert_to_tensor(flag), lambda: histograms_of(grads), lambda: _none_bucketed(grads))
 
 
-def histograms_of(values: dict) -> tf.Tensor:
-    """`[n, HIST_BUCKETS, 3]` buckets of every histogram value (read now: weights after the update)."""
-    items = list(values.values())
-    raw = [v for v in items if not isinstance(v, Bucketed)]
-    table = _bucketed(raw) if raw else None
-    position = iter(range(len(raw)))
-    return stats.gather_rows([(v.table, v.row) if isinstance(v, Bucketed) else (table, next(position))
-                              for v in items])
+def histograms_of(values: list) -> tf.Tensor:
+    """`[n, HIST_BUCKETS, 3]` buckets of each value (a tensor, a variable read now, or a `Sample`), in one pass.
+
+    Example:
+
+    >>> import tensorflow as tf
+    >>> histograms_of([tf.constant([0.0, 1.0, 1.0]), Sample(tf.ones([4, 2]))])[:, :, 2].numpy().sum(axis=1).tolist()
+    [3.0, 8.0]
+    """
+    tensors = [v.values() if isinstance(v, Sample) else tf.convert_to_tensor(v) for v in values]
+    bounds = [v.bound if isinstance(v, Sample) else None for v in values]
+    return buckets.buckets_many(tensors, HIST_BUCKETS, bounds=bounds)
 
 
 def histograms_when(flag: tf.Tensor, values: dict) -> tf.Tensor:
@@ -113,7 +116,7 @@ def histograms_when(flag: tf.Tensor, values: dict) -> tf.Tensor:
     rows = {}
     for part in [*parts, rest]:
         if part:
-            table = rare_cond(flag, lambda part=part: _bucketed(part), lambda part=part: _none_bucketed(part))
+            table = rare_cond(flag, lambda part=part: histograms_of(part), lambda part=part: _none_bucketed(part))
             rows.update({id(v): (table, row) for row, v in enumerate(part)})
     return stats.gather_rows([(v.table, v.row) if isinstance(v, Bucketed) else rows[id(v)] for v in items])
 
@@ -123,17 +126,10 @@ def _none_bucketed(values: list) -> tf.Tensor:
     return tf.zeros([len(values), HIST_BUCKETS, 3])
 
 
-def _bucketed(values: list) -> tf.Tensor:
-    """`[n, HIST_BUCKETS, 3]` of values to bucket (tensors, variables or `Sample`s)."""
-    tensors = [v.values() if isinstance(v, Sample) else tf.convert_to_tensor(v) for v in values]
-    bounds = [v.bound if isinstance(v, Sample) else None for v in values]
-    return buckets.buckets_many(tensors, HIST_BUCKETS, bounds=bounds)
-
-
 def host_histograms(weights: list) -> dict:
     """`tag -> [HIST_BUCKETS, 3]` NumPy buckets of `(tag, variable)` pairs, read now, eagerly (after the step).
 
-    The same buckets as in the step (`buckets.buckets_many`), one group of
+    The same buckets as in the step (`histograms_of`), one group of
     variables at a time: no trace, and the working memory of one group.
 
     Example:
@@ -145,7 +141,7 @@ def host_histograms(weights: list) -> dict:
     """
     if not weights:
         return {}
-    table = buckets.buckets_many([tf.convert_to_tensor(v) for _, v in weights], HIST_BUCKETS)
+    table = histograms_of([v for _, v in weights])
     return dict(zip((tag for tag, _ in weights), table.numpy().astype("float64")))
 
 

@@ -82,11 +82,12 @@ class Group:
 
 def build(model: keras.Model, context: StepContext, records: list, x, y, wanted: Wanted,
           histograms: bool) -> tuple[list[Group], dict, list]:
-    """The scalar `Group`s; when `histograms`, `tag -> tensor or thunk` to bucket, and `(tag, weight)` for the host.
+    """The scalar `Group`s; when `histograms`, `tag -> value` to bucket in the step, and `(tag, weight)` for the host.
 
-    The histograms are bucketed together by `histograms_of` (one pass over
-    all of them), inside the branch that runs only on histogram steps; the
-    weights' by the host after the step (`host_histograms`).
+    A value is a `Sample` (an activation), a gradient's row of the table
+    the optimizer's door bucketed (`Bucketed`) or a gradient the door did
+    not see; `histograms.histograms_when` buckets them in the step, the
+    host the weights after it (`histograms.host_histograms`).
     """
     groups: list[Group] = []
     hists: dict = {}

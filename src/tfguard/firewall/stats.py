@@ -276,12 +276,24 @@ def leading_examples(values: tf.Tensor, limit: int = ACTIVATION_SAMPLE) -> tf.Te
     TensorShape([1000])
     """
     shape = values.shape
-    if shape.rank is None or shape.rank < 2 or not shape[1:].is_fully_defined():
+    per_example = _per_example(shape)
+    if per_example is None:
         return values
-    per_example = max(1, shape[1:].num_elements())
     if per_example <= limit:
-        return values[: max(1, limit // per_example)]
+        return values[: _rows(per_example, limit)]
     return tf.reshape(values[:1], [-1])[::_stride(per_example, shape[-1], limit)][:limit]
+
+
+def _per_example(shape: tf.TensorShape) -> int | None:
+    """Values per example (axis 0) when known, or `None`: a vector, or an unknown per-example shape, is taken whole."""
+    if shape.rank is None or shape.rank < 2 or not shape[1:].is_fully_defined():
+        return None
+    return max(1, shape[1:].num_elements())
+
+
+def _rows(per_example: int, limit: int) -> int:
+    """The leading examples a sample of at most `limit` values takes (at least one)."""
+    return max(1, limit // per_example)
 
 
 def _stride(per_example: int, last: int, limit: int) -> int:
@@ -305,12 +317,12 @@ def sample_bound(values: tf.Tensor, limit: int = ACTIVATION_SAMPLE) -> int | Non
     (64896, None)
     """
     shape = values.shape
-    if shape.rank is None or shape.rank < 2 or not shape[1:].is_fully_defined():
+    per_example = _per_example(shape)
+    if per_example is None:
         return shape.num_elements()
-    per_example = max(1, shape[1:].num_elements())
     if per_example > limit:
         return min(limit, -(-per_example // _stride(per_example, shape[-1], limit)))
-    bound = per_example * max(1, limit // per_example)
+    bound = per_example * _rows(per_example, limit)
     return bound if shape[0] is None else min(bound, shape.num_elements())
 
 

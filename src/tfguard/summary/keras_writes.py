@@ -62,7 +62,7 @@ def weight_values(model: keras.Model, images: bool = False) -> tuple[list, list]
     weights = [v for v in model.weights if is_float(v)]  # the step-level weight histograms' choice
     if not weights:
         return [], []
-    buckets = histograms.histograms_of({v.path: v for v in weights}).numpy()
+    buckets = histograms.histograms_of(weights).numpy()
     values, pictures = [], []
     for variable, stacked in zip(weights, buckets, strict=True):
         values.append(histogram_value(tags.hist_weights(variable.path), stacked.astype(np.float64)))
