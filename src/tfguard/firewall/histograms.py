@@ -28,7 +28,7 @@ import dataclasses
 import tensorflow as tf
 
 from tfguard.firewall import buckets, stats
-from tfguard.hooks.branch import rare_cond
+from tfguard.hooks.branch import door_cond, rare_cond
 
 HIST_BUCKETS = 30
 
@@ -70,7 +70,7 @@ def gradient_buckets(update, flag) -> tf.Tensor | None:
     grads = [g for g in update.unscaled() if g is not None]
     if not grads:
         return None
-    return tf.cond(tf.convert_to_tensor(flag), lambda: histograms_of(grads), lambda: _none_bucketed(grads))
+    return door_cond(update, tf.convert_to_tensor(flag), lambda: histograms_of(grads), lambda: _none_bucketed(grads))
 
 
 def histograms_of(values: list) -> tf.Tensor:

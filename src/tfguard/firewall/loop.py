@@ -89,6 +89,7 @@ class GuardedStep(Counters):
 
     def _guarded(self, *args, **kwargs):
         step_context = StepContext(self.model)
+        step_context.restores = True  # what each update changes is held too
         if self.model is not None:
             hold_state(self.model, step_context)
         named = {}

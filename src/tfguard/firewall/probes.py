@@ -34,6 +34,7 @@ from tfguard.firewall import stats
 from tfguard.firewall.checkpoints import float_leaves
 from tfguard.firewall.histograms import Sample
 from tfguard.hooks import dry_run
+from tfguard.hooks.branch import door_cond
 from tfguard.hooks.context import StepContext
 from tfguard.hooks.transaction import is_float, tf_variable
 
@@ -203,8 +204,8 @@ def gradient_table(update, flag) -> tuple[tf.Tensor, list] | None:
         return None
     grads = [g for _, g in pairs]
 
-    table = tf.cond(tf.convert_to_tensor(flag), lambda: _gradient_rows(grads),
-                    lambda: tf.zeros([len(grads), 3]))
+    table = door_cond(update, tf.convert_to_tensor(flag), lambda: _gradient_rows(grads),
+                      lambda: tf.zeros([len(grads), 3]))
     return table, [v for v, _ in pairs]
 
 
@@ -284,38 +285,33 @@ def _input_signals(x, y, groups) -> None:
 
 
 def _weight_signals(model, context: StepContext, groups) -> None:
-    """`weight_norm/<layer>` and `update_ratio/<layer>`: from the held values before the step,
-    or, for a gated update (nothing held), from the squared norms its gate took."""
+    """`weight_norm/<layer>` and `update_ratio/<layer>`: from the values the step took before the update
+    (`StepContext.before`), or, for a gated update or a large one, from the squared norms taken at its write."""
     members: list = []
     seen: set[int] = set()
-    gated = context.weight_stats
+    taken_at_write = context.weight_stats
     for update in context.updates:
         for variable in update.variables:
             key = id(tf_variable(variable))
             if key in seen or not is_float(variable):
                 continue
-            if key in gated:
+            if key in taken_at_write or context.has_before(variable):
                 seen.add(key)
-                members.append((variable, None, gated[key]))
-                continue
-            before = context.transaction.before(variable)
-            if before is not None:
-                seen.add(key)
-                members.append((variable, before, None))
+                members.append((variable, taken_at_write.get(key)))
     if not members:
         return
-    layers, index = _by_layer(model, [v for v, _, _ in members])
+    layers, index = _by_layer(model, [v for v, _ in members])
 
     def compute():
         segments = tf.constant(index, tf.int32)
-        held = [(variable, before) for variable, before, taken in members if taken is None]
+        held = [variable for variable, taken in members if taken is None]
         rows = {}
-        if held:
-            table = dry_run.change_table([before for _, before in held],
-                                         [tf.convert_to_tensor(variable) for variable, _ in held])
-            rows = {id(variable): (table, n) for n, (variable, _) in enumerate(held)}
+        if held:  # the values before are read here, in the branch: a copied one exists only on recording steps
+            table = dry_run.change_table([context.before(variable) for variable in held],
+                                         [tf.convert_to_tensor(variable) for variable in held])
+            rows = {id(variable): (table, n) for n, variable in enumerate(held)}
         squares = stats.gather_rows([taken if taken is not None else rows[id(variable)]
-                                     for variable, _, taken in members])  # [k, 3]: before, change, after
+                                     for variable, taken in members])  # [k, 3]: before, change, after
         base, delta, weight = (tf.sqrt(tf.math.unsorted_segment_sum(squares[:, i], segments, len(layers)))
                                for i in range(3))
         ratio = tf.where(tf.equal(base, 0.0), tf.constant(NO_RATIO), delta / base)

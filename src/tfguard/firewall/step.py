@@ -248,7 +248,7 @@ def make_step(model: keras.Model, inst, original) -> callable:
         want_taps = layers_mode or bool(kinds) or (config is not None and config.forward == "output")
         tape = taps.Tape() if want_taps else None
         data_flags = list(flags)
-        judged: dict[tuple, Flag] = {}  # layer outputs judged at a gated update's door, by slot and tensor
+        judged = {}  # layer outputs judged at a gated update's door: (slot, tensor id) -> Flag (no annotation: AutoGraph cannot convert an annotated nonlocal)
 
         def collect(final: bool, logs=None) -> list[Flag]:
             """The step's flags as of now: before a gated update (the gate), or at the end."""

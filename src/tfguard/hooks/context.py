@@ -44,6 +44,7 @@ import tensorflow as tf
 
 from tfguard.hooks import dry_run, keras_compat
 from tfguard.hooks.transaction import Transaction, is_float, tf_variable
+from tfguard.hooks.weights_before import Copied, copy_before
 
 _LOCAL = threading.local()
 _INSTALLED: dict[type, tuple[Callable, bool]] = {}
@@ -67,6 +68,7 @@ class Update:
     gradients: list
     variables: list
     scale: object = None
+    small: bool = True  # its state is at most the step's `hold_bytes`: its door may hold the gradients
     written: frozenset = frozenset()  # tf variable ids a gated update writes (checked before writing)
     gradient_flags: dict = dataclasses.field(default_factory=dict)  # id(gradient) -> its flag, taken at the door
     _dense: list | None = dataclasses.field(default=None, repr=False)
@@ -114,7 +116,8 @@ class StepContext:
         self.restores = False  # whether a rejected step is rolled back (a guard): held values are copies anyway
         self.hold_bytes = None  # set by the step: an update with more state is never held for its statistics
         self._pending = None  # what the next apply must wait for
-        self._across = None  # the variables whose weight table the next apply's end takes
+        self._across = None  # the variables whose weight table the next apply's end takes, and their values before
+        self.copies: list[Copied] = []  # weights of small updates copied at the door on recording steps
         self.door_hooks: list[Callable] = []  # hook(update) -> a tensor the update's apply waits for, or None
         self.gradient_buckets: dict = {}  # variable id -> its gradient's histogram, bucketed at the door
         self.gradient_stats: dict = {}  # variable id -> (table, row): squared norm, zeros, size, at the door
@@ -152,20 +155,17 @@ class StepContext:
         variables = list(variables) if variables is not None else keras_compat.optimizer_variables(optimizer)
         if not optimizer.built:
             optimizer.build(variables)
-        self.transaction.hold(variables)
-        self.transaction.hold(optimizer.variables)
-        update = Update(optimizer, list(gradients), variables, scale)
+        if self.restores:  # held for a rollback; a step that does not restore holds nothing
+            self.transaction.hold(variables)
+            self.transaction.hold(optimizer.variables)
+        size = dry_run.state_bytes([*variables, *optimizer.variables])
+        update = Update(optimizer, list(gradients), variables, scale,
+                        small=self.hold_bytes is None or size <= self.hold_bytes)
         self.updates.append(update)
         ok = self.gate(update) if self.gate is not None else None
-        if ok is None and self.record_flag is not None and not self.restores and scale is None \
-                and not tf.executing_eagerly() and self.hold_bytes is not None \
-                and dry_run.state_bytes([*variables, *optimizer.variables]) > self.hold_bytes:
-            # a large update not held for a rollback: its weight statistics are taken right after it
-            # writes, each variable's value before dying with its row (`dry_run.weight_table_across`);
-            # a small one's held values feed the recording branch at the step's end (a copy, but small)
-            self._across = [v for g, v in zip(update.gradients, variables)
-                            if g is not None and is_float(v)]
         waits = [w for w in (hook(update) for hook in self.door_hooks) if w is not None]
+        if ok is None and self.record_flag is not None and not self.restores:
+            waits += self._before_for_statistics(update)
         if waits:
             if ok is not None:
                 with tf.control_dependencies(waits):
@@ -173,6 +173,38 @@ class StepContext:
             else:
                 self._pending = tf.group([*waits, *([self._pending] if self._pending is not None else [])])
         return ok
+
+    def _before_for_statistics(self, update: Update) -> list:
+        """Takes the weights of an update that is not held as they are before it, for their statistics.
+
+        A small update's are copied at the door on recording steps only
+        (`weights_before.copy_before`); a large one's table is taken right
+        after its write, each value before dying with its row
+        (`dry_run.weight_table_across`); a large loss-scaled one, whose
+        write is inside the loss scale's `cond`, or one run eagerly, is held.
+        Returns what the apply must wait for.
+        """
+        weights = [v for g, v in zip(update.gradients, update.variables) if g is not None and is_float(v)]
+        if update.small:
+            copied = copy_before(weights, self.record_flag)
+            self.copies.append(copied)
+            return [copied.packed]
+        if update.scale is None and not tf.executing_eagerly():
+            self._across = (weights, [tf.convert_to_tensor(tf_variable(v)) for v in weights])
+        else:
+            self.transaction.hold(weights)
+        return []
+
+    def has_before(self, variable) -> bool:
+        """Whether the step took `variable`'s value before its update (held, or copied at the door)."""
+        return self.transaction.before(variable) is not None or any(c.holds(variable) for c in self.copies)
+
+    def before(self, variable) -> tf.Tensor:
+        """`variable`'s value before the step's update; a copied one only inside the recording branch."""
+        held = self.transaction.before(variable)
+        if held is not None:
+            return held
+        return next(c for c in self.copies if c.holds(variable)).value(variable)
 
     def run_update(self, apply: Callable[[], object]):
         """Runs an update that is not gated, after what it must wait for (then its weight table, if due)."""
@@ -184,7 +216,7 @@ class StepContext:
                 result = apply()
         across, self._across = self._across, None
         if across:
-            befores = [self.transaction.before(v) for v in across]
+            across, befores = across
             table = dry_run.weight_table_across(across, befores, self.record_flag)
             for row, variable in enumerate(across):
                 self.weight_stats[id(tf_variable(variable))] = (table, row)
