@@ -57,14 +57,29 @@ def _sync_on_read(variable) -> bool:
             and getattr(variable, "synchronization", None) == tf.VariableSynchronization.ON_READ)
 
 
+PACKED_VALUES = 2**16
+"""Variables of at most this many values are held stacked with the others of their shape and dtype."""
+
+
 @dataclasses.dataclass
 class Held:
-    """One held variable: the variable, its TensorFlow variable and its value before the step."""
+    """One held variable: the variable, its TensorFlow variable and its value before the step.
+
+    A small variable's value is row `row` of a stack of the variables of its
+    shape (`packed`): the stack is a copy, so the step writes the variable
+    in place; a value read and held as it is would make every write copy it.
+    """
 
     variable: object
     tf_variable: object
-    before: tf.Tensor
+    packed: tf.Tensor
     checked: bool  # its value after the step must be finite
+    row: int | None = None
+
+    @property
+    def before(self) -> tf.Tensor:
+        """The value before the step (a slice of the stack, made where it is asked for: in the restore's branch)."""
+        return self.packed if self.row is None else self.packed[self.row]
 
 
 class Transaction:
@@ -89,13 +104,27 @@ class Transaction:
             checked: whether the value after the step must be finite (floats
                 only; metric states are restored but not checked). Defaults to `True`.
         """
+        fresh = {}
         for variable in variables:
             tf_var = tf_variable(variable)
-            key = id(tf_var)
-            if key in self._held:
-                continue
-            before = tf.convert_to_tensor(tf_var)  # one read: TensorFlow copies the buffer only if the step then writes it in place
-            self._held[key] = Held(variable, tf_var, before, checked and is_float(variable))
+            if id(tf_var) not in self._held:
+                fresh.setdefault(id(tf_var), (variable, tf_var))
+        stackable = not tf.executing_eagerly() and not tf.distribute.has_strategy()
+        groups: dict = {}
+        for variable, tf_var in fresh.values():
+            shape = tf.TensorShape(tf_var.shape)
+            if stackable and shape.is_fully_defined() and shape.num_elements() <= PACKED_VALUES:
+                groups.setdefault((tuple(shape), tf_var.dtype), []).append((variable, tf_var))
+        made = {}
+        for members in groups.values():
+            if len(members) > 1:  # one stack: a copy, made before the step writes
+                packed = tf.stack([tf.convert_to_tensor(tf_var) for _, tf_var in members])
+                for row, (variable, tf_var) in enumerate(members):
+                    made[id(tf_var)] = Held(variable, tf_var, packed, checked and is_float(variable), row)
+        for key, (variable, tf_var) in fresh.items():
+            if key not in made:  # one read: TensorFlow copies the buffer only if the step then writes it in place
+                made[key] = Held(variable, tf_var, tf.convert_to_tensor(tf_var), checked and is_float(variable))
+            self._held[key] = made[key]
 
     def before(self, variable) -> tf.Tensor | None:
         """The held value of `variable` before the step, or `None` if not held."""
@@ -145,7 +174,6 @@ class Transaction:
         if not shared:
             return
         variables = [h.tf_variable for h in shared]
-        values = [h.before for h in shared]
         strategy_wide = tf.distribute.has_strategy()
 
         def restore_shared(distribution, reject, values):
@@ -153,19 +181,19 @@ class Transaction:
                 reject = distribution.experimental_local_results(reject)[0]
 
             def restore():
-                for variable, value in zip(variables, values):
-                    if strategy_wide:
-                        distribution.extended.update(variable, _assign, args=(value,), group=False)
-                    else:  # the default strategy: the same assignment, without its wrapping
-                        variable.assign(value, read_value=False)
+                if not strategy_wide:  # the default strategy: the same assignment, without its wrapping;
+                    for h in shared:  # a stacked value is sliced here, on the rare step that restores
+                        h.tf_variable.assign(h.before, read_value=False)
+                for variable, value in zip(variables, values or ()):
+                    distribution.extended.update(variable, _assign, args=(value,), group=False)
                 return tf.constant(True)
 
             rare_cond(reject, restore, lambda: tf.constant(False))
 
         if not strategy_wide:
-            restore_shared(tf.distribute.get_strategy(), reject, values)
+            restore_shared(tf.distribute.get_strategy(), reject, None)
             return
-        tf_compat.merge_call(restore_shared, tf.distribute.get_strategy(), reject, values)
+        tf_compat.merge_call(restore_shared, tf.distribute.get_strategy(), reject, [h.before for h in shared])
 
 
 def _assign(variable, value):
