@@ -23,7 +23,7 @@ def test_a_rejected_step_puts_every_held_value_back_bitwise_in_a_graph():
     @tf.function
     def step(reject):
         txn = Transaction()
-        txn.hold(everything)
+        txn.hold(everything, stack=True)
         for v in everything:
             v.assign_add(tf.fill(tf.shape(v), 0.5))
         txn.restore_if(reject)
@@ -43,7 +43,7 @@ def test_small_variables_of_one_shape_are_held_as_one_stack_so_the_step_writes_t
     @tf.function
     def step():
         txn = Transaction()
-        txn.hold([*small, odd, large])
+        txn.hold([*small, odd, large], stack=True)
         holds["rows"] = [h.row for h in txn.held]
         holds["order"] = [h.tf_variable for h in txn.held]
         txn.restore_if(tf.constant(False))

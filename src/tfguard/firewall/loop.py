@@ -91,7 +91,7 @@ class GuardedStep(Counters):
         step_context = StepContext(self.model)
         step_context.restores = True  # what each update changes is held too
         if self.model is not None:
-            hold_state(self.model, step_context)
+            hold_state(self.model, step_context, self.guard.hold_bytes)
         named = {}
         for index, value in enumerate(args):
             for position, leaf in enumerate(checkpoints.float_leaves(value)):

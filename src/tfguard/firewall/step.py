@@ -46,7 +46,7 @@ from tfguard.firewall import checkpoints, histograms, probes, stats
 from tfguard.firewall.checkpoints import Flag, Slot
 from tfguard.firewall.config import HOLD_BYTES
 from tfguard.firewall.gate import Gate
-from tfguard.hooks import keras_compat, taps
+from tfguard.hooks import dry_run, keras_compat, taps
 from tfguard.hooks.branch import rare_cond
 from tfguard.hooks.context import ORIGINAL_STEP, StepContext
 
@@ -192,14 +192,21 @@ def step_after(outputs: dict, start: int) -> tuple[int, bool]:
     return start + int(moved), moved
 
 
-def hold_state(model: keras.Model, context: StepContext) -> None:
-    """Holds everything a step of `model` may change, before it runs."""
+def hold_state(model: keras.Model, context: StepContext, hold_bytes: int = HOLD_BYTES) -> None:
+    """Holds everything a step of `model` may change, before it runs.
+
+    A model whose whole state is at most `hold_bytes` (no update of it is
+    gated) holds its small variables stacked (`Transaction.hold(stack=True)`):
+    each is then written in place. A larger one holds them as read, so a
+    gated update's, which is never restored, costs no copy.
+    """
+    optimizers = [o for o in keras_compat.optimizers_of(model) if o.built]
+    stack = dry_run.state_bytes([*model.variables, *(v for o in optimizers for v in o.variables)]) <= hold_bytes
     txn = context.transaction
-    txn.hold(model.variables)
-    txn.hold(model.metrics_variables, checked=False)
-    for optimizer in keras_compat.optimizers_of(model):
-        if optimizer.built:
-            txn.hold(optimizer.variables)
+    txn.hold(model.variables, stack=stack)
+    txn.hold(model.metrics_variables, checked=False, stack=stack)
+    for optimizer in optimizers:
+        txn.hold(optimizer.variables, stack=stack)
 
 
 def _coverage(model, context: StepContext, config) -> list[str]:
@@ -271,7 +278,7 @@ def make_step(model: keras.Model, inst, original) -> callable:
         if kinds and "gradients" in inst.wanted.histograms:
             context.door_hooks.append(lambda update: _bucket_gradients(context, update, inst.histogram_flag))
         if config is not None:
-            hold_state(model, context)
+            hold_state(model, context, config.hold_bytes)
             context.restores = True
             context.gate = Gate(config.policy, config.hold_bytes, lambda: collect(final=False), reducer,
                                 context.weight_stats if context.record_flag is not None else None,

@@ -96,20 +96,25 @@ class Transaction:
         """Every held variable, in the order it was first held."""
         return list(self._held.values())
 
-    def hold(self, variables, checked: bool = True) -> None:
+    def hold(self, variables, checked: bool = True, stack: bool = False) -> None:
         """Reads each variable's value now, unless it is already held (the first value wins).
 
         Args:
             variables: Keras or TensorFlow variables.
             checked: whether the value after the step must be finite (floats
                 only; metric states are restored but not checked). Defaults to `True`.
+            stack: hold the small ones of each shape and dtype as one stack, a
+                copy taken now (in a graph, without a strategy), so the step
+                writes them in place; for state that will be restored. A held
+                read costs no copy when the value is never used (a gated
+                update's). Defaults to `False`.
         """
         fresh = {}
         for variable in variables:
             tf_var = tf_variable(variable)
             if id(tf_var) not in self._held:
                 fresh.setdefault(id(tf_var), (variable, tf_var))
-        stackable = not tf.executing_eagerly() and not tf.distribute.has_strategy()
+        stackable = stack and not tf.executing_eagerly() and not tf.distribute.has_strategy()
         groups: dict = {}
         for variable, tf_var in fresh.values():
             shape = tf.TensorShape(tf_var.shape)
