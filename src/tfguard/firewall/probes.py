@@ -1,7 +1,8 @@
 """The signals a recording step computes, in the graph, from what the step already holds.
 
 Gradients come from the updates the step made (every optimizer: a GAN's
-two), weights before the update from the step's transaction, layer outputs
+two), weights before the update as the step took them (`StepContext.before`: held by
+a guard's transaction, or copied at the door on recording steps), layer outputs
 from the taps. Nothing is computed twice: the gradient norms, weight norms
 and update ratios, dead/saturated fractions, input and label statistics
 and histograms are read off tensors the step has anyway.

@@ -197,7 +197,7 @@ class StepContext:
 
     def has_before(self, variable) -> bool:
         """Whether the step took `variable`'s value before its update (held, or copied at the door)."""
-        return self.transaction.before(variable) is not None or any(c.holds(variable) for c in self.copies)
+        return self.transaction.holds(variable) or any(c.holds(variable) for c in self.copies)
 
     def before(self, variable) -> tf.Tensor:
         """`variable`'s value before the step's update; a copied one only inside the recording branch."""

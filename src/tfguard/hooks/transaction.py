@@ -65,21 +65,22 @@ PACKED_VALUES = 2**16
 class Held:
     """One held variable: the variable, its TensorFlow variable and its value before the step.
 
-    A small variable's value is row `row` of a stack of the variables of its
-    shape (`packed`): the stack is a copy, so the step writes the variable
-    in place; a value read and held as it is would make every write copy it.
+    `value` is what was read, or, for a small variable held stacked, the
+    stack of the variables of its shape whose row `row` it is: the stack is
+    a copy, so the step writes the variable in place; a value read and held
+    as it is would make every write copy it.
     """
 
     variable: object
     tf_variable: object
-    packed: tf.Tensor
+    value: tf.Tensor
     checked: bool  # its value after the step must be finite
     row: int | None = None
 
     @property
     def before(self) -> tf.Tensor:
         """The value before the step (a slice of the stack, made where it is asked for: in the restore's branch)."""
-        return self.packed if self.row is None else self.packed[self.row]
+        return self.value if self.row is None else self.value[self.row]
 
 
 class Transaction:
@@ -130,6 +131,10 @@ class Transaction:
             if key not in made:  # one read: TensorFlow copies the buffer only if the step then writes it in place
                 made[key] = Held(variable, tf_var, tf.convert_to_tensor(tf_var), checked and is_float(variable))
             self._held[key] = made[key]
+
+    def holds(self, variable) -> bool:
+        """Whether `variable` is held (asking makes no op, where `before` may slice a stack)."""
+        return id(tf_variable(variable)) in self._held
 
     def before(self, variable) -> tf.Tensor | None:
         """The held value of `variable` before the step, or `None` if not held."""
