@@ -362,3 +362,47 @@ def test_a_small_models_recording_trace_adds_to_its_step_a_few_ops_whatever_its_
     assert extra[4] < 40
     layers_more = (16 + 4) - (4 + 1)
     assert extra[16] - extra[4] <= layers_more / 3  # one more branch per group of 8 activation samples
+
+
+class WithIdleLayer(keras.Model):
+    """A step that passes a layer's weights to `apply` without a gradient for them (a frozen branch)."""
+
+    def __init__(self):
+        super().__init__()
+        self.hidden = keras.layers.Dense(4, name="hidden")
+        self.idle = keras.layers.Dense(4, name="idle")
+        self.out = keras.layers.Dense(3, name="out")
+
+    def call(self, x):
+        return self.out(self.hidden(x))
+
+    def build(self, shape):
+        self.hidden.build(shape)
+        self.idle.build((None, 4))
+        self.out.build((None, 4))
+        self.built = True
+
+    def train_step(self, data):
+        x, y = data
+        with tf.GradientTape() as tape:
+            loss = self.compute_loss(x=x, y=y, y_pred=self(x))
+        variables = self.trainable_variables
+        self.optimizer.apply(tape.gradient(loss, variables), variables)
+        return {"loss": loss}
+
+
+def test_a_weight_passed_without_a_gradient_still_reports_an_update_ratio_of_zero():
+    # Its ratio of 0 is the signal that a layer does not train; the weights copied at the door for
+    # update ratios (a step that does not restore) must include it, as a guard's held state does.
+    keras.utils.set_random_seed(0)
+    model = WithIdleLayer()
+    model.build((None, 5))
+    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    _, seen = _listen(model, scalars_every=1, weights=True)
+    x = np.random.default_rng(0).normal(size=(16, 5)).astype("float32")
+    model.fit(x, np.arange(16) % 3, batch_size=8, verbose=0)
+    idle_norm = np.sqrt(sum(float(np.sum(np.square(v.numpy()))) for v in model.idle.trainable_variables))
+    for _, scalars in seen:
+        assert scalars[tags.update_ratio("idle")] == 0.0
+        assert np.isclose(scalars[tags.weight_norm("idle")], idle_norm, rtol=1e-5)
+        assert scalars[tags.update_ratio("hidden")] > 0

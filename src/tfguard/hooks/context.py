@@ -184,11 +184,11 @@ class StepContext:
         write is inside the loss scale's `cond`, or one run eagerly, is held.
         Returns what the apply must wait for.
         """
-        weights = [v for g, v in zip(update.gradients, update.variables) if g is not None and is_float(v)]
-        if update.small:
-            copied = copy_before(weights, self.record_flag)
+        if update.small:  # every weight passed, a gradient or not: an update ratio of 0 says it does not train
+            copied = copy_before([v for v in update.variables if is_float(v)], self.record_flag)
             self.copies.append(copied)
             return [copied.packed]
+        weights = [v for g, v in zip(update.gradients, update.variables) if g is not None and is_float(v)]
         if update.scale is None and not tf.executing_eagerly():
             self._across = (weights, [tf.convert_to_tensor(tf_variable(v)) for v in weights])
         else:
@@ -200,11 +200,16 @@ class StepContext:
         return self.transaction.holds(variable) or any(c.holds(variable) for c in self.copies)
 
     def before(self, variable) -> tf.Tensor:
-        """`variable`'s value before the step's update; a copied one only inside the recording branch."""
-        held = self.transaction.before(variable)
-        if held is not None:
-            return held
-        return next(c for c in self.copies if c.holds(variable)).value(variable)
+        """`variable`'s value before the step's update; a copied one only inside the recording branch.
+
+        A copy is taken at the first update's door; a variable held by a
+        step that does not restore was held at a later (large, loss-scaled)
+        update's, possibly after the first wrote it: the copy comes first.
+        """
+        for copied in self.copies:
+            if copied.holds(variable):
+                return copied.value(variable)
+        return self.transaction.before(variable)
 
     def run_update(self, apply: Callable[[], object]):
         """Runs an update that is not gated, after what it must wait for (then its weight table, if due)."""
