@@ -118,7 +118,7 @@ class Gate:
         strategy = tf.distribute.get_strategy()
         if tf.distribute.has_strategy() and strategy.num_replicas_in_sync > 1:
             return False
-        return dry_run.state_bytes([*update.variables, *update.optimizer.variables]) > self.hold_bytes
+        return update.state_bytes > self.hold_bytes
 
     def __call__(self, update) -> tf.Tensor | None:
         """The flag `apply` runs under, or `None` to hold this update instead."""

@@ -262,10 +262,8 @@ class Host:
         if self.large is not None:
             return self.large
         model = self.inst.model
-        optimizers = keras_compat.optimizers_of(model)
-        state = [*model.variables, *(v for o in optimizers if o.built for v in o.variables)]
-        large = dry_run.state_bytes(state) > HOLD_BYTES
-        if large or all(o.built for o in optimizers):
+        large = dry_run.model_state_bytes(model) > HOLD_BYTES
+        if large or all(o.built for o in keras_compat.optimizers_of(model)):
             self.large = large
         return large
 

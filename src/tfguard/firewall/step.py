@@ -200,13 +200,13 @@ def hold_state(model: keras.Model, context: StepContext, hold_bytes: int = HOLD_
     each is then written in place. A larger one holds them as read, so a
     gated update's, which is never restored, costs no copy.
     """
-    optimizers = [o for o in keras_compat.optimizers_of(model) if o.built]
-    stack = dry_run.state_bytes([*model.variables, *(v for o in optimizers for v in o.variables)]) <= hold_bytes
+    stack = dry_run.model_state_bytes(model) <= hold_bytes
     txn = context.transaction
     txn.hold(model.variables, stack=stack)
     txn.hold(model.metrics_variables, checked=False, stack=stack)
-    for optimizer in optimizers:
-        txn.hold(optimizer.variables, stack=stack)
+    for optimizer in keras_compat.optimizers_of(model):
+        if optimizer.built:
+            txn.hold(optimizer.variables, stack=stack)
 
 
 def _coverage(model, context: StepContext, config) -> list[str]:

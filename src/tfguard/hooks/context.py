@@ -68,6 +68,7 @@ class Update:
     gradients: list
     variables: list
     scale: object = None
+    state_bytes: int = 0  # of its variables and its optimizer's
     small: bool = True  # its state is at most the step's `hold_bytes`: its door may hold the gradients
     written: frozenset = frozenset()  # tf variable ids a gated update writes (checked before writing)
     gradient_flags: dict = dataclasses.field(default_factory=dict)  # id(gradient) -> its flag, taken at the door
@@ -159,7 +160,7 @@ class StepContext:
             self.transaction.hold(variables)
             self.transaction.hold(optimizer.variables)
         size = dry_run.state_bytes([*variables, *optimizer.variables])
-        update = Update(optimizer, list(gradients), variables, scale,
+        update = Update(optimizer, list(gradients), variables, scale, state_bytes=size,
                         small=self.hold_bytes is None or size <= self.hold_bytes)
         self.updates.append(update)
         ok = self.gate(update) if self.gate is not None else None

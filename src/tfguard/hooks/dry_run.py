@@ -138,6 +138,12 @@ def state_bytes(variables) -> int:
     return total
 
 
+def model_state_bytes(model) -> int:
+    """The bytes of `model`'s variables and of its built optimizers' (what a step of it may hold)."""
+    optimizers = [o for o in keras_compat.optimizers_of(model) if o.built]
+    return state_bytes([*model.variables, *(v for o in optimizers for v in o.variables)])
+
+
 def weight_table(members: list, record_flag) -> tf.Tensor:
     """On recording steps, `[k, 3]` float32: each weight's squared norm before, of its change and after.
 
@@ -199,4 +205,4 @@ def _squares(tensors: list) -> tf.Tensor:
     return 2.0 * tf.stack([tf.nn.l2_loss(t) for t in tensors])
 
 
-__all__ = ["CHUNK_BYTES", "change_table", "dry_run", "state_bytes", "supports", "weight_table", "weight_table_across"]
+__all__ = ["CHUNK_BYTES", "change_table", "dry_run", "model_state_bytes", "state_bytes", "supports", "weight_table", "weight_table_across"]
