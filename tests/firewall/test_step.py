@@ -45,8 +45,7 @@ def test_guard_step_without_an_optimizer_names_a_skipped_batch_by_the_applied_st
 def test_hold_state_stacks_a_small_models_variables_and_only_reads_a_gated_ones():
     # Stacked, the held values are copies and the step writes in place; a model whose updates are gated
     # never restores their variables, and an unused read costs no copy where a stack would.
-    from tfguard.firewall.step import hold_state
-    from tfguard.hooks.context import StepContext
+    from tfguard.firewall.door import FirewallContext, hold_state
 
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(4), keras.layers.Dense(4)])
     model.compile(optimizer="adam", loss="mse")
@@ -56,7 +55,7 @@ def test_hold_state_stacks_a_small_models_variables_and_only_reads_a_gated_ones(
     for hold_bytes in (2**20, 0):
         @tf.function
         def step(hold_bytes=hold_bytes):
-            context = StepContext(model)
+            context = FirewallContext(model)
             hold_state(model, context, hold_bytes)
             rows[hold_bytes] = [h.row for h in context.transaction.held]
             return tf.constant(0)

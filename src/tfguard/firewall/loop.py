@@ -47,10 +47,10 @@ import tensorflow as tf
 from tfguard.firewall import checkpoints
 from tfguard.firewall.checkpoints import Flag
 from tfguard.firewall.config import DEFAULT_QUARANTINE, GuardConfig
+from tfguard.firewall.door import FirewallContext, hold_state
 from tfguard.firewall.policy import Counters, GuardEvent, Violation
-from tfguard.firewall.step import Plan, decide, hold_state, step_after
+from tfguard.firewall.step import Plan, decide, step_after
 from tfguard.hooks import context, keras_compat
-from tfguard.hooks.context import StepContext
 from tfguard.hooks.transaction import Transaction
 from tfguard.optimizer_state import model_step
 
@@ -88,8 +88,7 @@ class GuardedStep(Counters):
                           if self._compiled or jit_compile else self._guarded)
 
     def _guarded(self, *args, **kwargs):
-        step_context = StepContext(self.model)
-        step_context.restores = True  # what each update changes is held too
+        step_context = FirewallContext(self.model, restores=True)  # what each update changes is held too
         if self.model is not None:
             hold_state(self.model, step_context, self.guard.hold_bytes)
         named = {}

@@ -1,7 +1,7 @@
 """The signals a recording step computes, in the graph, from what the step already holds.
 
 Gradients come from the updates the step made (every optimizer: a GAN's
-two), weights before the update as the step took them (`StepContext.before`: held by
+two), weights before the update as the step took them (`FirewallContext.before`: held by
 a guard's transaction, or copied at the door on recording steps), layer outputs
 from the taps. Nothing is computed twice: the gradient norms, weight norms
 and update ratios, dead/saturated fractions, input and label statistics
@@ -33,10 +33,9 @@ from tfguard import tags
 from tfguard.checks.contract import leaves
 from tfguard.firewall import stats
 from tfguard.firewall.checkpoints import float_leaves
+from tfguard.firewall.door import FirewallContext, gradient_rows
 from tfguard.firewall.histograms import Sample
 from tfguard.hooks import dry_run
-from tfguard.hooks.branch import door_cond
-from tfguard.hooks.context import StepContext
 from tfguard.hooks.transaction import is_float, tf_variable
 
 NO_RATIO = -1.0
@@ -82,7 +81,7 @@ class Group:
     compute: Callable[[], tf.Tensor]
 
 
-def build(model: keras.Model, context: StepContext, records: list, x, y, wanted: Wanted,
+def build(model: keras.Model, context: FirewallContext, records: list, x, y, wanted: Wanted,
           histograms: bool) -> tuple[list[Group], dict, list]:
     """The scalar `Group`s; when `histograms`, `tag -> value` to bucket in the step, and `(tag, weight)` for the host.
 
@@ -142,7 +141,7 @@ def signals_of(groups: list[Group]) -> tf.Tensor:
     return tf.concat(parts, axis=0) if len(parts) > 1 else parts[0]
 
 
-def _gradients(context: StepContext) -> tuple[list, list, list]:
+def _gradients(context: FirewallContext) -> tuple[list, list, list]:
     """Every (variable, gradient, optimizer) of the step's updates, unscaled, first update of a variable wins."""
     variables, grads, owners, seen = [], [], [], set()
     for update in context.updates:
@@ -193,35 +192,11 @@ def _by_layer(model, variables) -> tuple[list[str], list[int]]:
     return list(positions), index
 
 
-def gradient_table(update, flag) -> tuple[tf.Tensor, list] | None:
-    """At the optimizer's door, on recording steps: `[k, 3]` per gradient: its squared norm, its zeros, its size.
-
-    Taken before the update is applied, so the gradients die with the
-    update rather than living until the step's end. Returns the table and
-    the `k` variables of its rows.
-    """
-    pairs = [(v, g) for v, g in zip(update.variables, update.unscaled()) if g is not None]
-    if not pairs:
-        return None
-    grads = [g for _, g in pairs]
-
-    table = door_cond(update, tf.convert_to_tensor(flag), lambda: _gradient_rows(grads),
-                      lambda: tf.zeros([len(grads), 3]))
-    return table, [v for v, _ in pairs]
-
-
-def _gradient_rows(grads: list) -> tf.Tensor:
-    """`[k, 3]`: each gradient's squared norm, its zero values and its size (a `gradient_table`'s rows)."""
-    reducer = stats.Reducer()
-    return tf.stack([stats.squared_norms(grads), tf.stack([reducer.zeros(g) for g in grads]),
-                     tf.cast(stats.sizes_of(grads), tf.float32)], axis=1)
-
-
 def _gradient_signals(model, variables, grads, groups, taken: dict | None = None,
                       owners=()) -> None:
     """The global gradient norm, then each layer's gradient norm and share of zero gradients.
 
-    `taken` maps a variable's id to its row of a `gradient_table` taken at
+    `taken` maps a variable's id to its row of a `door.gradient_table` taken at
     the optimizer's door; the others are computed from the gradients here.
 
     A step with several optimizers (a GAN's, a WGAN-GP's critic and
@@ -241,7 +216,7 @@ def _gradient_signals(model, variables, grads, groups, taken: dict | None = None
         fresh = [i for i, v in enumerate(variables) if id(v) not in taken]
         rows = {}
         if fresh:
-            table = _gradient_rows([grads[i] for i in fresh])
+            table = gradient_rows([grads[i] for i in fresh])
             rows.update({i: (table, n) for n, i in enumerate(fresh)})
         table = stats.gather_rows([rows[i] if i in rows else taken[id(v)] for i, v in enumerate(variables)])
         squares, zeros, sizes = table[:, 0], table[:, 1], table[:, 2]
@@ -285,9 +260,9 @@ def _input_signals(x, y, groups) -> None:
         groups.append(Group(names, labels))
 
 
-def _weight_signals(model, context: StepContext, groups) -> None:
+def _weight_signals(model, context: FirewallContext, groups) -> None:
     """`weight_norm/<layer>` and `update_ratio/<layer>`: from the values the step took before the update
-    (`StepContext.before`), or, for a gated update or a large one, from the squared norms taken at its write."""
+    (`FirewallContext.before`), or, for a gated update or a large one, from the squared norms taken at its write."""
     members: list = []
     seen: set[int] = set()
     taken_at_write = context.weight_stats
@@ -321,5 +296,4 @@ def _weight_signals(model, context: StepContext, groups) -> None:
     groups.append(Group([*map(tags.weight_norm, layers), *map(tags.update_ratio, layers)], compute))
 
 
-__all__ = ["NO_RATIO", "Group", "Wanted", "build", "gradient_table", "layer_key", "optimizer_names",
-           "signals_of"]
+__all__ = ["NO_RATIO", "Group", "Wanted", "build", "layer_key", "optimizer_names", "signals_of"]

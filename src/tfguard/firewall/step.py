@@ -10,7 +10,7 @@ model's override: a GAN's, a VAE's) unchanged, inside:
 2. a **transaction** holding every variable the step may change (model
    variables with BatchNormalization statistics and seed generators, metric
    states, every optimizer the model holds, and whatever an update touches);
-3. the step itself, with `StepContext` recording each optimizer update and
+3. the step itself, with `FirewallContext` recording each optimizer update and
    each `compute_loss`, and taps recording layer outputs when asked;
 4. the **forward**, **loss**, **gradients** and **update** checkpoints on
    what the step recorded and on the state it left;
@@ -45,10 +45,11 @@ from tfguard.checks.labels import Labels
 from tfguard.firewall import checkpoints, histograms, probes, stats
 from tfguard.firewall.checkpoints import Flag, Slot
 from tfguard.firewall.config import HOLD_BYTES
+from tfguard.firewall.door import FirewallContext, hold_state
 from tfguard.firewall.gate import Gate
-from tfguard.hooks import dry_run, keras_compat, taps
+from tfguard.hooks import keras_compat, taps
 from tfguard.hooks.branch import rare_cond
-from tfguard.hooks.context import ORIGINAL_STEP, StepContext
+from tfguard.hooks.context import ORIGINAL_STEP
 
 OUTPUT_KEY = "_tfguard"
 LOGS_KEY = "_tfguard_logs"  # a step that returns something other than a dict
@@ -192,24 +193,7 @@ def step_after(outputs: dict, start: int) -> tuple[int, bool]:
     return start + int(moved), moved
 
 
-def hold_state(model: keras.Model, context: StepContext, hold_bytes: int = HOLD_BYTES) -> None:
-    """Holds everything a step of `model` may change, before it runs.
-
-    A model whose whole state is at most `hold_bytes` (no update of it is
-    gated) holds its small variables stacked (`Transaction.hold(stack=True)`):
-    each is then written in place. A larger one holds them as read, so a
-    gated update's, which is never restored, costs no copy.
-    """
-    stack = dry_run.model_state_bytes(model) <= hold_bytes
-    txn = context.transaction
-    txn.hold(model.variables, stack=stack)
-    txn.hold(model.metrics_variables, checked=False, stack=stack)
-    for optimizer in keras_compat.optimizers_of(model):
-        if optimizer.built:
-            txn.hold(optimizer.variables, stack=stack)
-
-
-def _coverage(model, context: StepContext, config) -> list[str]:
+def _coverage(model, context: FirewallContext, config) -> list[str]:
     notes = []
     name = type(model).__name__
     if config.forward == "output" and not context.losses:
@@ -249,7 +233,11 @@ def make_step(model: keras.Model, inst, original) -> callable:
         flags: list[Flag] = []
         if contract is not None:
             flags += checkpoints.data(contract, x, y, sample_weight, counted=not inst.in_graph_batch)
-        context = StepContext(model)
+        context = FirewallContext(
+            model, restores=config is not None,
+            hold_bytes=config.hold_bytes if config is not None else HOLD_BYTES,
+            record_flag=inst.record_flag if kinds else None, weights=bool(kinds) and inst.wanted.weights,
+            histogram_flag=inst.histogram_flag if kinds and "gradients" in inst.wanted.histograms else None)
         reducer = stats.Reducer()
         layers_mode = config is not None and config.forward == "layers"
         want_taps = layers_mode or bool(kinds) or (config is not None and config.forward == "output")
@@ -270,19 +258,10 @@ def make_step(model: keras.Model, inst, original) -> callable:
             found += checkpoints.update(context, context.gate, final)
             return found
 
-        if kinds and inst.wanted.weights:
-            context.record_flag = inst.record_flag
-        context.hold_bytes = config.hold_bytes if config is not None else HOLD_BYTES
-        if kinds:
-            context.door_hooks.append(lambda update: _gradient_stats(context, update, inst.record_flag))
-        if kinds and "gradients" in inst.wanted.histograms:
-            context.door_hooks.append(lambda update: _bucket_gradients(context, update, inst.histogram_flag))
         if config is not None:
             hold_state(model, context, config.hold_bytes)
-            context.restores = True
             context.gate = Gate(config.policy, config.hold_bytes, lambda: collect(final=False), reducer,
-                                context.weight_stats if context.record_flag is not None else None,
-                                context.record_flag)
+                                context.weight_stats if context.weights else None, context.record_flag)
         with context.active(), (taps.recording(tape) if want_taps else contextlib.nullcontext()):
             logs = original(_sanitize(contract, data))
         records = tape.records if tape is not None else []
@@ -367,27 +346,6 @@ def _judged_now(flag: Flag, judged: dict, reducer: stats.Reducer) -> Flag:
     return judged[key]
 
 
-def _gradient_stats(context: StepContext, update, flag):
-    """The door hook that takes an update's gradient norms on recording steps, before it is applied."""
-    taken = probes.gradient_table(update, flag)
-    if taken is None:
-        return None
-    table, variables = taken
-    for row, variable in enumerate(variables):
-        context.gradient_stats.setdefault(id(variable), (table, row))
-    return table
-
-
-def _bucket_gradients(context: StepContext, update, flag):
-    """The door hook that buckets an update's gradients on histogram steps, before it is applied."""
-    table = histograms.gradient_buckets(update, flag)
-    if table is not None:
-        rows = [v for v, g in zip(update.variables, update.gradients) if g is not None]
-        for row, variable in enumerate(rows):
-            context.gradient_buckets.setdefault(id(variable), histograms.Bucketed(table, row))
-    return table
-
-
 def _bare(model: keras.Model, inst, original, data):
     """The plain trace of a model with listeners and no guard: the step, and where the global step is."""
     logs = original(data)
@@ -408,5 +366,5 @@ def _direct(model: keras.Model, records: list) -> list:
     return [(layer, out) for layer, out in records if id(layer) in direct]
 
 
-__all__ = ["HISTOGRAMS", "LOGS_KEY", "OUTPUT_KEY", "RECORDING", "SCALARS", "Plan", "decide", "hold_state",
-           "make_step", "step_after"]
+__all__ = ["HISTOGRAMS", "LOGS_KEY", "OUTPUT_KEY", "RECORDING", "SCALARS", "Plan", "decide", "make_step",
+           "step_after"]

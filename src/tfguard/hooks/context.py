@@ -1,19 +1,24 @@
-"""What a guarded step sees while it is traced: the places where it changes state.
+"""What a step sees while it is traced: the places where it changes state.
 
-The firewall wraps whatever step a model runs, so it cannot read the loss or
+tfguard wraps whatever step a model runs, so it cannot read the loss or
 the gradients off its own code. It watches the two doors every Keras step
 goes through instead:
 
 * **the optimizer's `apply`** (every `apply_gradients` ends there, in
-  Keras's `train_step`, a GAN's two optimizers or a hand-written loop): the
-  gradients and variables of each update are recorded, the state the update
-  will change is held by the step's `Transaction` first, and the update
-  runs unchanged;
+  Keras's `train_step`, a GAN's two optimizers or a hand-written loop): each
+  update's gradients and variables are recorded, and the update goes
+  through the active context's `through_door`;
 * **the model's `compute_loss`** (Keras's `train_step` and most custom steps
   call it): the loss and the predictions are recorded.
 
+A `StepContext` records and lets the update run unchanged (the replay of a
+quarantined batch uses it so). What the firewall does at the door (hold,
+gate, take its door tables) is a context of its own that overrides
+`through_door` (`tfguard.firewall.door`): this module calls nothing of the
+firewall's.
+
 `keras.optimizers.Optimizer.apply` is wrapped once per process (on first use
-of the firewall); outside a guarded step, and for an optimizer no guard
+of a context); outside an active context, and for an optimizer no context
 covers, the wrapper calls the original and adds no op. A
 `LossScaleOptimizer`'s own `apply` is wrapped too, so its (scaled)
 gradients are seen where they are, and the inner optimizer's apply, which
@@ -42,9 +47,8 @@ from collections.abc import Callable, Iterator
 import keras
 import tensorflow as tf
 
-from tfguard.hooks import dry_run, keras_compat
-from tfguard.hooks.transaction import Transaction, is_float, tf_variable
-from tfguard.hooks.weights_before import Copied, copy_before
+from tfguard.hooks import keras_compat
+from tfguard.hooks.transaction import Transaction
 
 _LOCAL = threading.local()
 _INSTALLED: dict[type, tuple[Callable, bool]] = {}
@@ -68,6 +72,7 @@ class Update:
     gradients: list
     variables: list
     scale: object = None
+    # set by the firewall's door (`tfguard.firewall.door`):
     state_bytes: int = 0  # of its variables and its optimizer's
     small: bool = True  # its state is at most the step's `hold_bytes`: its door may hold the gradients
     written: frozenset = frozenset()  # tf variable ids a gated update writes (checked before writing)
@@ -97,7 +102,7 @@ class LossSeen:
 
 
 class StepContext:
-    """The trace-time record of one guarded step (Python objects, built once per trace).
+    """The trace-time record of one step (Python objects, built once per trace).
 
     Args:
         model: the model whose step is traced (`None` for a bare step function).
@@ -111,17 +116,6 @@ class StepContext:
         self.losses: list[LossSeen] = []
         self.graph = None
         self.nested_updates = 0  # updates inside the step's own control flow (not checkable)
-        self.gate = None  # called with each update: the flag its apply runs under, or None to hold it
-        self.record_flag = None  # set when listeners want weight norms and update ratios
-        self.weight_stats: dict = {}  # tf variable id -> ([k, 3] squared norms before/change/after, row)
-        self.restores = False  # whether a rejected step is rolled back (a guard): held values are copies anyway
-        self.hold_bytes = None  # set by the step: an update with more state is never held for its statistics
-        self._pending = None  # what the next apply must wait for
-        self._across = None  # the variables whose weight table the next apply's end takes, and their values before
-        self.copies: list[Copied] = []  # weights of small updates copied at the door on recording steps
-        self.door_hooks: list[Callable] = []  # hook(update) -> a tensor the update's apply waits for, or None
-        self.gradient_buckets: dict = {}  # variable id -> its gradient's histogram, bucketed at the door
-        self.gradient_stats: dict = {}  # variable id -> (table, row): squared norm, zeros, size, at the door
 
     @contextlib.contextmanager
     def active(self) -> Iterator[StepContext]:
@@ -143,100 +137,26 @@ class StepContext:
             return tf.executing_eagerly()
         return tf.compat.v1.get_default_graph() is self.graph
 
-    # -- called by the wrapped doors -------------------------------------------------
-    def before_update(self, optimizer, gradients, variables, scale=None):
-        """Holds what the update will change, and records it (in the step's own graph only).
-
-        Returns the flag the update's `apply` must run under when the step's
-        `gate` takes it (`tfguard.firewall.gate`), else `None`.
-        """
+    def record_update(self, optimizer, gradients, variables, scale=None) -> Update | None:
+        """Records an update made in the step's own graph (builds its optimizer first); `None` for a nested one."""
         if not self.in_step_graph():
             self.nested_updates += 1
             return None
         variables = list(variables) if variables is not None else keras_compat.optimizer_variables(optimizer)
         if not optimizer.built:
             optimizer.build(variables)
-        if self.restores:  # held for a rollback; a step that does not restore holds nothing
-            self.transaction.hold(variables)
-            self.transaction.hold(optimizer.variables)
-        size = dry_run.state_bytes([*variables, *optimizer.variables])
-        update = Update(optimizer, list(gradients), variables, scale, state_bytes=size,
-                        small=self.hold_bytes is None or size <= self.hold_bytes)
+        update = Update(optimizer, list(gradients), variables, scale)
         self.updates.append(update)
-        ok = self.gate(update) if self.gate is not None else None
-        waits = [w for w in (hook(update) for hook in self.door_hooks) if w is not None]
-        if ok is None and self.record_flag is not None and not self.restores:
-            waits += self._before_for_statistics(update)
-        if waits:
-            if ok is not None:
-                with tf.control_dependencies(waits):
-                    ok = tf.identity(ok)
-            else:
-                self._pending = tf.group([*waits, *([self._pending] if self._pending is not None else [])])
-        return ok
+        return update
 
-    def _before_for_statistics(self, update: Update) -> list:
-        """Takes the weights of an update that is not held as they are before it, for their statistics.
+    def through_door(self, optimizer, gradients, variables, scale, apply: Callable[[], object]):
+        """The optimizer's door: records the update, then runs `apply()` unchanged.
 
-        A small update's are copied at the door on recording steps only
-        (`weights_before.copy_before`); a large one's table is taken right
-        after its write, each value before dying with its row
-        (`dry_run.weight_table_across`); a large loss-scaled one, whose
-        write is inside the loss scale's `cond`, or one run eagerly, is held.
-        Returns what the apply must wait for.
+        The one method a context of the firewall's overrides
+        (`tfguard.firewall.door.FirewallContext`) to work at the door.
         """
-        if update.small:  # every weight passed, a gradient or not: an update ratio of 0 says it does not train
-            copied = copy_before([v for v in update.variables if is_float(v)], self.record_flag)
-            self.copies.append(copied)
-            return [copied.packed]
-        weights = [v for g, v in zip(update.gradients, update.variables) if g is not None and is_float(v)]
-        if update.scale is None and not tf.executing_eagerly():
-            self._across = (weights, [tf.convert_to_tensor(tf_variable(v)) for v in weights])
-        else:
-            self.transaction.hold(weights)
-        return []
-
-    def has_before(self, variable) -> bool:
-        """Whether the step took `variable`'s value before its update (held, or copied at the door)."""
-        return self.transaction.holds(variable) or any(c.holds(variable) for c in self.copies)
-
-    def before(self, variable) -> tf.Tensor:
-        """`variable`'s value before the step's update; a copied one only inside the recording branch.
-
-        A copy is taken at the first update's door; a variable held by a
-        step that does not restore was held at a later (large, loss-scaled)
-        update's, possibly after the first wrote it: the copy comes first.
-        """
-        for copied in self.copies:
-            if copied.holds(variable):
-                return copied.value(variable)
-        return self.transaction.before(variable)
-
-    def run_update(self, apply: Callable[[], object]):
-        """Runs an update that is not gated, after what it must wait for (then its weight table, if due)."""
-        pending, self._pending = self._pending, None
-        if pending is None:
-            result = apply()
-        else:
-            with tf.control_dependencies([pending]):
-                result = apply()
-        across, self._across = self._across, None
-        if across:
-            across, befores = across
-            table = dry_run.weight_table_across(across, befores, self.record_flag)
-            for row, variable in enumerate(across):
-                self.weight_stats[id(tf_variable(variable))] = (table, row)
-        return result
-
-    def gated_apply(self, ok: tf.Tensor, apply: Callable[[], object]) -> None:
-        """Runs `apply()` only where `ok` holds (a `tf.cond`: nothing is written otherwise)."""
-        def run():
-            apply()
-            return tf.constant(True)
-
-        tf.cond(ok, run, lambda: tf.constant(False))
-        if self.gate is not None:
-            self.gate.applied()
+        self.record_update(optimizer, gradients, variables, scale)
+        return apply()
 
     @property
     def step_optimizer(self):
@@ -326,12 +246,10 @@ def _wrap_apply(original, scaled: bool):
             scale = None
             if scaled:
                 scale = tf.identity(tf.convert_to_tensor(optimizer.dynamic_scale)) if optimizer.built else None
-            ok = None
-            if not scaled or scale is not None:
-                ok = context.before_update(optimizer, grads, trainable_variables, scale)
-            if ok is None:
-                return context.run_update(lambda: original(optimizer, grads, trainable_variables))
-            return context.gated_apply(ok, lambda: original(optimizer, grads, trainable_variables))
+            if scaled and scale is None:  # not built yet: it cannot be seen before its own apply builds it
+                return original(optimizer, grads, trainable_variables)
+            return context.through_door(optimizer, grads, trainable_variables, scale,
+                                        lambda: original(optimizer, grads, trainable_variables))
         if _OUTSIDE and not getattr(_LOCAL, "gating", False):
             gate = _OUTSIDE[-1]
             _LOCAL.gating = True

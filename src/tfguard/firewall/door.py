@@ -1,0 +1,225 @@
+"""What the firewall does at the optimizer's door: hold, gate, and take its door tables.
+
+`tfguard.hooks.context.StepContext` records a step's updates and losses;
+every optimizer update of the step goes through its `through_door`. A
+guarded or recording step runs inside a `FirewallContext`, whose door, for
+each update, before it is applied:
+
+1. holds the state the update will change, when a rejected step is rolled
+   back (a guard);
+2. asks the step's `Gate` whether to check a large update before it is
+   written, and then writes it only under that decision
+   (`tfguard.firewall.gate`);
+3. on recording steps, takes the gradients' norms (`gradient_table`) and
+   histograms (`histograms.gradient_buckets`), so the gradients die with
+   the update, and, for a step that holds nothing, the weights as they are
+   before it (`weights_before.copy_before`), for weight norms and update
+   ratios.
+
+The firewall calls down into `tfguard.hooks` and is never called back:
+the hooks know only that a context has a door.
+
+Example:
+
+>>> import keras, tensorflow as tf
+>>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+>>> model.compile(optimizer="sgd", loss="mse")
+>>> context = FirewallContext(model, restores=True)
+>>> with context.active():
+...     _ = model.train_step((tf.ones((4, 2)), tf.ones((4, 1))))
+>>> len(context.updates), context.has_before(model.trainable_variables[0])
+(1, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import keras
+import tensorflow as tf
+
+from tfguard.firewall import histograms, stats
+from tfguard.firewall.config import HOLD_BYTES
+from tfguard.hooks import dry_run, keras_compat
+from tfguard.hooks.branch import door_cond
+from tfguard.hooks.context import StepContext, Update
+from tfguard.hooks.transaction import is_float, tf_variable
+from tfguard.hooks.weights_before import Copied, copy_before
+
+
+class FirewallContext(StepContext):
+    """The trace-time record of one guarded or recording step, with the firewall at its optimizer's door.
+
+    Args:
+        model: the model whose step is traced (`None` for a bare step function).
+        restores: whether a rejected step is rolled back (a guard): what each update changes is held.
+            Defaults to `False`.
+        hold_bytes: an update with more state is not held for its statistics, and its door
+            conds are lowered (`Update.small`). Defaults to `None` (every update is small).
+        record_flag: the bool variable that says a step records its signals: its door takes
+            the gradients' norms then. Defaults to `None` (not a recording trace).
+        weights: whether the recording steps take weight norms and update ratios. Defaults to `False`.
+        histogram_flag: the bool variable that says a step takes histograms: its door buckets
+            the gradients then. Defaults to `None` (no gradient histograms).
+    """
+
+    def __init__(self, model: keras.Model, *, restores: bool = False, hold_bytes: int | None = None,
+                 record_flag=None, weights: bool = False, histogram_flag=None):
+        super().__init__(model)
+        self.restores = restores
+        self.hold_bytes = hold_bytes
+        self.record_flag = record_flag
+        self.weights = weights and record_flag is not None
+        self.histogram_flag = histogram_flag
+        self.gate = None  # the step's `Gate`, when it checks large updates before they are written
+        self.weight_stats: dict = {}  # tf variable id -> ([k, 3] squared norms before/change/after, row)
+        self.copies: list[Copied] = []  # weights of small updates copied at the door on recording steps
+        self.gradient_buckets: dict = {}  # variable id -> its gradient's histogram, bucketed at the door
+        self.gradient_stats: dict = {}  # variable id -> (table, row): squared norm, zeros, size, at the door
+
+    def through_door(self, optimizer, gradients, variables, scale, apply: Callable[[], object]):
+        """Holds, gates and takes the door tables of one update, then applies it (or not: a rejected gated one)."""
+        update = self.record_update(optimizer, gradients, variables, scale)
+        if update is None:  # inside the step's own control flow: checked through its state alone
+            return apply()
+        if self.restores:
+            self.transaction.hold(update.variables)
+            self.transaction.hold(optimizer.variables)
+        update.state_bytes = dry_run.state_bytes([*update.variables, *optimizer.variables])
+        update.small = self.hold_bytes is None or update.state_bytes <= self.hold_bytes
+        ok = self.gate(update) if self.gate is not None else None
+        waits = self._door_tables(update)
+        if ok is not None:
+            if waits:
+                with tf.control_dependencies(waits):
+                    ok = tf.identity(ok)
+            return self._gated(ok, apply)
+        across = None
+        if self.weights and not self.restores:
+            waits, across = self._before_for_statistics(update, waits)
+        if waits:
+            with tf.control_dependencies([tf.group(waits)]):
+                result = apply()
+        else:
+            result = apply()
+        if across:
+            weights, befores = across
+            table = dry_run.weight_table_across(weights, befores, self.record_flag)
+            for row, variable in enumerate(weights):
+                self.weight_stats[id(tf_variable(variable))] = (table, row)
+        return result
+
+    def _gated(self, ok: tf.Tensor, apply: Callable[[], object]) -> None:
+        """Runs `apply()` only where `ok` holds (a `tf.cond`: nothing is written otherwise)."""
+        def run():
+            apply()
+            return tf.constant(True)
+
+        tf.cond(ok, run, lambda: tf.constant(False))
+        self.gate.applied()
+
+    def _door_tables(self, update: Update) -> list:
+        """On recording steps, the gradients' norms; on histogram steps, their buckets. Returns what the apply waits for."""
+        waits = []
+        if self.record_flag is not None:
+            taken = gradient_table(update, self.record_flag)
+            if taken is not None:
+                table, variables = taken
+                for row, variable in enumerate(variables):
+                    self.gradient_stats.setdefault(id(variable), (table, row))
+                waits.append(table)
+        if self.histogram_flag is not None:
+            table = histograms.gradient_buckets(update, self.histogram_flag)
+            if table is not None:
+                rows = [v for v, g in zip(update.variables, update.gradients) if g is not None]
+                for row, variable in enumerate(rows):
+                    self.gradient_buckets.setdefault(id(variable), histograms.Bucketed(table, row))
+                waits.append(table)
+        return waits
+
+    def _before_for_statistics(self, update: Update, waits: list) -> tuple[list, tuple | None]:
+        """Takes the weights of an update that is not held as they are before it, for their statistics.
+
+        A small update's are copied at the door on recording steps only
+        (`weights_before.copy_before`); a large one's table is taken right
+        after its write, each value before dying with its row
+        (`dry_run.weight_table_across`); a large loss-scaled one, whose
+        write is inside the loss scale's `cond`, or one run eagerly, is held.
+        Returns what the apply waits for, and the weights whose table is
+        taken after it with their values before.
+        """
+        if update.small:  # every weight passed, a gradient or not: an update ratio of 0 says it does not train
+            copied = copy_before([v for v in update.variables if is_float(v)], self.record_flag)
+            self.copies.append(copied)
+            return [*waits, copied.packed], None
+        weights = [v for g, v in zip(update.gradients, update.variables) if g is not None and is_float(v)]
+        if update.scale is None and not tf.executing_eagerly():
+            return waits, (weights, [tf.convert_to_tensor(tf_variable(v)) for v in weights])
+        self.transaction.hold(weights)
+        return waits, None
+
+    def has_before(self, variable) -> bool:
+        """Whether the step took `variable`'s value before its update (held, or copied at the door)."""
+        return self.transaction.holds(variable) or any(c.holds(variable) for c in self.copies)
+
+    def before(self, variable) -> tf.Tensor:
+        """`variable`'s value before the step's update; a copied one only inside the recording branch.
+
+        A copy is taken at the first update's door; a variable held by a
+        step that does not restore was held at a later (large, loss-scaled)
+        update's, possibly after the first wrote it: the copy comes first.
+        """
+        for copied in self.copies:
+            if copied.holds(variable):
+                return copied.value(variable)
+        return self.transaction.before(variable)
+
+
+def hold_state(model: keras.Model, context: StepContext, hold_bytes: int = HOLD_BYTES) -> None:
+    """Holds everything a step of `model` may change, before it runs.
+
+    A model whose whole state is at most `hold_bytes` (no update of it is
+    gated) holds its small variables stacked (`Transaction.hold(stack=True)`):
+    each is then written in place. A larger one holds them as read, so a
+    gated update's, which is never restored, costs no copy.
+    """
+    stack = dry_run.model_state_bytes(model) <= hold_bytes
+    txn = context.transaction
+    txn.hold(model.variables, stack=stack)
+    txn.hold(model.metrics_variables, checked=False, stack=stack)
+    for optimizer in keras_compat.optimizers_of(model):
+        if optimizer.built:
+            txn.hold(optimizer.variables, stack=stack)
+
+
+def gradient_table(update: Update, flag) -> tuple[tf.Tensor, list] | None:
+    """At the optimizer's door, on recording steps: `[k, 3]` per gradient: its squared norm, its zeros, its size.
+
+    Taken before the update is applied, so the gradients die with the
+    update rather than living until the step's end. Returns the table and
+    the `k` variables of its rows.
+    """
+    pairs = [(v, g) for v, g in zip(update.variables, update.unscaled()) if g is not None]
+    if not pairs:
+        return None
+    grads = [g for _, g in pairs]
+
+    table = door_cond(update, tf.convert_to_tensor(flag), lambda: gradient_rows(grads),
+                      lambda: tf.zeros([len(grads), 3]))
+    return table, [v for v, _ in pairs]
+
+
+def gradient_rows(grads: list) -> tf.Tensor:
+    """`[k, 3]`: each gradient's squared norm, its zero values and its size (a `gradient_table`'s rows).
+
+    Example:
+
+    >>> gradient_rows([tf.constant([0.0, 3.0, 4.0])]).numpy().tolist()
+    [[25.0, 1.0, 3.0]]
+    """
+    reducer = stats.Reducer()
+    return tf.stack([stats.squared_norms(grads), tf.stack([reducer.zeros(g) for g in grads]),
+                     tf.cast(stats.sizes_of(grads), tf.float32)], axis=1)
+
+
+__all__ = ["FirewallContext", "gradient_rows", "gradient_table", "hold_state"]
