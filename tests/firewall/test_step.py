@@ -40,26 +40,3 @@ def test_guard_step_without_an_optimizer_names_a_skipped_batch_by_the_applied_st
         step(x)
     # batches 2 and 4 were skipped: 2 steps applied before the first, 3 before the second
     assert [(e.batch, e.step) for e in step.events] == [(2, 2), (4, 3)]
-
-
-def test_hold_state_stacks_a_small_models_variables_and_only_reads_a_gated_ones():
-    # Stacked, the held values are copies and the step writes in place; a model whose updates are gated
-    # never restores their variables, and an unused read costs no copy where a stack would.
-    from tfguard.firewall.door import FirewallContext, hold_state
-
-    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(4), keras.layers.Dense(4)])
-    model.compile(optimizer="adam", loss="mse")
-    model.optimizer.build(model.trainable_variables)
-    rows = {}
-
-    for hold_bytes in (2**20, 0):
-        @tf.function
-        def step(hold_bytes=hold_bytes):
-            context = FirewallContext(model)
-            hold_state(model, context, hold_bytes)
-            rows[hold_bytes] = [h.row for h in context.transaction.held]
-            return tf.constant(0)
-
-        step()
-    assert any(row is not None for row in rows[2**20])  # the two kernels, the two biases, their slots
-    assert all(row is None for row in rows[0])

@@ -52,10 +52,12 @@ class FirewallContext(StepContext):
 
     Args:
         model: the model whose step is traced (`None` for a bare step function).
-        restores: whether a rejected step is rolled back (a guard): what each update changes is held.
-            Defaults to `False`.
+        restores: whether a rejected step is rolled back (a guard): everything a step of
+            `model` may change is held now (`hold_state`), and what each update changes at
+            its door. Defaults to `False`.
         hold_bytes: an update with more state is not held for its statistics, and its door
-            conds are lowered (`Update.small`). Defaults to `None` (every update is small).
+            conds are lowered (`Update.small`); a model with more state is held unstacked
+            (`hold_state`). Defaults to `None` (every update is small; `HOLD_BYTES` for the model).
         record_flag: the bool variable that says a step records its signals: its door takes
             the gradients' norms then. Defaults to `None` (not a recording trace).
         weights: whether the recording steps take weight norms and update ratios. Defaults to `False`.
@@ -76,6 +78,8 @@ class FirewallContext(StepContext):
         self.copies: list[Copied] = []  # weights of small updates copied at the door on recording steps
         self.gradient_buckets: dict = {}  # variable id -> its gradient's histogram, bucketed at the door
         self.gradient_stats: dict = {}  # variable id -> (table, row): squared norm, zeros, size, at the door
+        if restores and model is not None:
+            hold_state(model, self, HOLD_BYTES if hold_bytes is None else hold_bytes)
 
     def through_door(self, optimizer, gradients, variables, scale, apply: Callable[[], object]):
         """Holds, gates and takes the door tables of one update, then applies it (or not: a rejected gated one)."""

@@ -47,7 +47,7 @@ import tensorflow as tf
 from tfguard.firewall import checkpoints
 from tfguard.firewall.checkpoints import Flag
 from tfguard.firewall.config import DEFAULT_QUARANTINE, GuardConfig
-from tfguard.firewall.door import FirewallContext, hold_state
+from tfguard.firewall.door import FirewallContext
 from tfguard.firewall.policy import Counters, GuardEvent, Violation
 from tfguard.firewall.step import Plan, decide, step_after
 from tfguard.hooks import context, keras_compat
@@ -88,9 +88,7 @@ class GuardedStep(Counters):
                           if self._compiled or jit_compile else self._guarded)
 
     def _guarded(self, *args, **kwargs):
-        step_context = FirewallContext(self.model, restores=True)  # what each update changes is held too
-        if self.model is not None:
-            hold_state(self.model, step_context, self.guard.hold_bytes)
+        step_context = FirewallContext(self.model, restores=True, hold_bytes=self.guard.hold_bytes)
         named = {}
         for index, value in enumerate(args):
             for position, leaf in enumerate(checkpoints.float_leaves(value)):
@@ -192,34 +190,40 @@ def _counter(optimizer) -> tf.Variable:
     return counter
 
 
-def _gate(optimizer, grads, variables, apply):
-    """An update, checked and rolled back by itself when it is bad (see `gate_optimizers`)."""
-    variables = list(variables) if variables is not None else keras_compat.optimizer_variables(optimizer)
-    if not optimizer.built:
-        optimizer.build(variables)
-    counter = _counter(optimizer)
-    txn = Transaction()
-    txn.hold(variables)
-    txn.hold(optimizer.variables)
-    scaled = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
-    oks = [] if scaled else [tf.reduce_all(tf.math.is_finite(tf.convert_to_tensor(g)))
-                             for g in grads if g is not None]
-    result = apply(grads, variables)
-    oks.append(txn.all_finite())
-    reject = tf.logical_not(tf.reduce_all(tf.stack(oks)))
-    txn.restore_if(reject)
-    counter.assign_add(tf.cast(reject, tf.int64))
-    return result
+class _OutsideDoor:
+    """The door of every optimizer update outside a guarded step (see `gate_optimizers`)."""
+
+    def through_door(self, optimizer, grads, variables, scale, apply):
+        """The update, checked and rolled back by itself when it is bad."""
+        variables = list(variables) if variables is not None else keras_compat.optimizer_variables(optimizer)
+        if not optimizer.built:
+            optimizer.build(variables)
+        counter = _counter(optimizer)
+        txn = Transaction()
+        txn.hold(variables)
+        txn.hold(optimizer.variables)
+        scaled = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
+        oks = [] if scaled else [tf.reduce_all(tf.math.is_finite(tf.convert_to_tensor(g)))
+                                 for g in grads if g is not None]
+        result = apply()
+        oks.append(txn.all_finite())
+        reject = tf.logical_not(tf.reduce_all(tf.stack(oks)))
+        txn.restore_if(reject)
+        counter.assign_add(tf.cast(reject, tf.int64))
+        return result
+
+
+_OUTSIDE_DOOR = _OutsideDoor()
 
 
 def gate_optimizers() -> None:
     """Checks every Keras optimizer update made outside a guarded step, from now on."""
-    context.add_outside_gate(_gate)
+    context.add_outside_door(_OUTSIDE_DOOR)
 
 
 def ungate_optimizers() -> None:
     """Stops checking updates outside a guarded step."""
-    context.remove_outside_gate(_gate)
+    context.remove_outside_door(_OUTSIDE_DOOR)
 
 
 def reset_gate_counts() -> None:

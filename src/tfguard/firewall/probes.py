@@ -34,8 +34,9 @@ from tfguard.checks.contract import leaves
 from tfguard.firewall import stats
 from tfguard.firewall.checkpoints import float_leaves
 from tfguard.firewall.door import FirewallContext, gradient_rows
-from tfguard.firewall.histograms import Sample
+from tfguard.firewall.histograms import Sample, histograms_when
 from tfguard.hooks import dry_run
+from tfguard.hooks.branch import rare_cond
 from tfguard.hooks.transaction import is_float, tf_variable
 
 NO_RATIO = -1.0
@@ -79,6 +80,43 @@ class Group:
 
     tags: list[str]
     compute: Callable[[], tf.Tensor]
+
+
+@dataclasses.dataclass(frozen=True)
+class Recording:
+    """What the recording trace adds to a step.
+
+    Args:
+        outputs: `"signals"` (float32 `[len(scalar_keys)]`) and `"histograms"`
+            (`[len(histogram_keys), HIST_BUCKETS, 3]`), when there are any.
+        scalar_keys: the tags of the signals, in order.
+        histogram_keys: the tags of the histograms, in order.
+        host_weights: `(tag, weight)` the host buckets after a histogram step.
+    """
+
+    outputs: dict = dataclasses.field(default_factory=dict)
+    scalar_keys: list = dataclasses.field(default_factory=list)
+    histogram_keys: list = dataclasses.field(default_factory=list)
+    host_weights: tuple = ()
+
+
+def record(model: keras.Model, context: FirewallContext, records: list, x, y, wanted: Wanted,
+           record_flag, histogram_flag) -> Recording:
+    """The recording trace's signals: its scalars when `record_flag` holds, its histograms when `histogram_flag` does.
+
+    One recording trace serves every step: the host's flags say what this
+    step computes, each kind in a branch of its own, and a step that
+    records nothing runs neither branch.
+    """
+    groups, hists, weights = build(model, context, records, x, y, wanted, bool(wanted.histograms))
+    scalar_keys = [tag for group in groups for tag in group.tags]
+    outputs = {}
+    if groups:
+        outputs["signals"] = rare_cond(tf.convert_to_tensor(record_flag), lambda: signals_of(groups),
+                                       lambda: tf.zeros([len(scalar_keys)]))
+    if hists:
+        outputs["histograms"] = histograms_when(tf.convert_to_tensor(histogram_flag), hists)
+    return Recording(outputs, scalar_keys, list(hists), tuple(weights))
 
 
 def build(model: keras.Model, context: FirewallContext, records: list, x, y, wanted: Wanted,
@@ -296,4 +334,5 @@ def _weight_signals(model, context: FirewallContext, groups) -> None:
     groups.append(Group([*map(tags.weight_norm, layers), *map(tags.update_ratio, layers)], compute))
 
 
-__all__ = ["NO_RATIO", "Group", "Wanted", "build", "layer_key", "optimizer_names", "signals_of"]
+__all__ = ["NO_RATIO", "Group", "Recording", "Wanted", "build", "layer_key", "optimizer_names", "record",
+           "signals_of"]

@@ -42,13 +42,12 @@ import keras
 import tensorflow as tf
 
 from tfguard.checks.labels import Labels
-from tfguard.firewall import checkpoints, histograms, probes, stats
+from tfguard.firewall import checkpoints, probes, stats
 from tfguard.firewall.checkpoints import Flag, Slot
 from tfguard.firewall.config import HOLD_BYTES
-from tfguard.firewall.door import FirewallContext, hold_state
+from tfguard.firewall.door import FirewallContext
 from tfguard.firewall.gate import Gate
 from tfguard.hooks import keras_compat, taps
-from tfguard.hooks.branch import rare_cond
 from tfguard.hooks.context import ORIGINAL_STEP
 
 OUTPUT_KEY = "_tfguard"
@@ -259,7 +258,6 @@ def make_step(model: keras.Model, inst, original) -> callable:
             return found
 
         if config is not None:
-            hold_state(model, context, config.hold_bytes)
             context.gate = Gate(config.policy, config.hold_bytes, lambda: collect(final=False), reducer,
                                 context.weight_stats if context.weights else None, context.record_flag)
         with context.active(), (taps.recording(tape) if want_taps else contextlib.nullcontext()):
@@ -294,31 +292,19 @@ def make_step(model: keras.Model, inst, original) -> callable:
             inst.step_optimizer = step_optimizer
             # Read after the restore: a rejected step did not move it.
             outputs["iterations"] = tf.identity(tf.convert_to_tensor(step_optimizer.iterations))
-        scalar_keys: list[str] = []
-        histogram_keys: list[str] = []
-        weights: list = []
+        recording = probes.Recording()
         if kinds:
-            groups, hists, weights = probes.build(model, context, records, x, y, inst.wanted,
-                                                  bool(inst.wanted.histograms))
-            scalar_keys = [tag for group in groups for tag in group.tags]
-            histogram_keys = list(hists)
-            # One recording trace: the host's flags say what this step computes (a step that
-            # records nothing runs neither branch).
-            if groups:
-                outputs["signals"] = rare_cond(
-                    tf.convert_to_tensor(inst.record_flag),
-                    lambda: probes.signals_of(groups),
-                    lambda: tf.zeros([len(scalar_keys)]))
-            if hists:
-                outputs["histograms"] = histograms.histograms_when(tf.convert_to_tensor(inst.histogram_flag), hists)
+            recording = probes.record(model, context, records, x, y, inst.wanted, inst.record_flag,
+                                      inst.histogram_flag)
+            outputs.update(recording.outputs)
         finite_slots = [i for i, f in enumerate(flags) if f.finite]
         inst.set_plan(Plan(
             slots=[f.slot for f in flags], finite_slots=finite_slots,
             data_results=[f.result for f in flags if f.result is not None],
-            scalar_keys=scalar_keys, histogram_keys=histogram_keys, kinds=kinds,
+            scalar_keys=recording.scalar_keys, histogram_keys=recording.histogram_keys, kinds=kinds,
             coverage=coverage, counts_steps=step_optimizer is not None,
             loss_scaled=any(update.scale is not None for update in context.updates),
-            host_histograms=tuple(weights),
+            host_histograms=recording.host_weights,
         ))
         logs = dict(logs)
         logs[OUTPUT_KEY] = outputs

@@ -1,11 +1,15 @@
 """Where tfguard hooks into Keras: layer taps, the optimizer's door, the step as a transaction.
 
 The primitives the firewall, the replay and the signals share. They add no
-op to a graph unless a guarded step (`StepContext`) or a recording
-(`taps.recording`) is active. The private Keras surface tfguard touches is
-in one module (`keras_compat`), the private TensorFlow surface in another
-(`tf_compat`); Keras's train function, rebuilt to time the batch's arrival,
-is `train_function`, and the marker on what tfguard installs is `marks`.
+op to a graph unless a step's context (`StepContext`) or a recording
+(`taps.recording`) is active. The optimizer's door hands each update to
+the active context's `through_door`: a `StepContext` records it and lets
+it through; what the firewall does there is its own context's
+(`tfguard.firewall.door`), so nothing here calls the firewall. The private
+Keras surface tfguard touches is in one module (`keras_compat`), the
+private TensorFlow surface in another (`tf_compat`); Keras's train
+function, rebuilt to time the batch's arrival, is `train_function`, and
+the marker on what tfguard installs is `marks`.
 """
 
 from tfguard.hooks import keras_compat, taps

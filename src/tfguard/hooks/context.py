@@ -222,19 +222,19 @@ def unwatch_loss(model) -> None:
 
 
 # -- the optimizer's door ----------------------------------------------------------------
-_OUTSIDE: list[Callable] = []  # gates for updates outside any guarded step (hand-written loops)
+_OUTSIDE: list = []  # doors for updates outside any step (hand-written loops): objects with `through_door`
 
 
-def add_outside_gate(gate: Callable) -> None:
-    """Routes updates made outside a guarded step through `gate(optimizer, grads, vars, apply)`."""
+def add_outside_door(door) -> None:
+    """Sends every update made outside an active context through `door.through_door` (as a context's)."""
     install()
-    if gate not in _OUTSIDE:
-        _OUTSIDE.append(gate)
+    if door not in _OUTSIDE:
+        _OUTSIDE.append(door)
 
 
-def remove_outside_gate(gate: Callable) -> None:
-    if gate in _OUTSIDE:
-        _OUTSIDE.remove(gate)
+def remove_outside_door(door) -> None:
+    if door in _OUTSIDE:
+        _OUTSIDE.remove(door)
 
 
 def _wrap_apply(original, scaled: bool):
@@ -250,14 +250,15 @@ def _wrap_apply(original, scaled: bool):
                 return original(optimizer, grads, trainable_variables)
             return context.through_door(optimizer, grads, trainable_variables, scale,
                                         lambda: original(optimizer, grads, trainable_variables))
-        if _OUTSIDE and not getattr(_LOCAL, "gating", False):
-            gate = _OUTSIDE[-1]
-            _LOCAL.gating = True
+        if _OUTSIDE and not getattr(_LOCAL, "outside", False):
+            door = _OUTSIDE[-1]
+            _LOCAL.outside = True  # the door's own apply, and an inner optimizer's, pass straight through
             try:
-                return gate(optimizer, list(grads), trainable_variables,
-                            lambda g, v: original(optimizer, g, v))
+                grads = list(grads)
+                return door.through_door(optimizer, grads, trainable_variables, None,
+                                         lambda: original(optimizer, grads, trainable_variables))
             finally:
-                _LOCAL.gating = False
+                _LOCAL.outside = False
         return original(optimizer, grads, trainable_variables)
 
     setattr(apply, _MARK, original)
@@ -287,5 +288,5 @@ def uninstall() -> None:
         _INSTALLED.pop(cls)
 
 
-__all__ = ["ORIGINAL_STEP", "LossSeen", "StepContext", "Update", "add_outside_gate", "current", "install",
-           "remove_outside_gate", "uninstall", "unwatch_loss", "watch_loss"]
+__all__ = ["ORIGINAL_STEP", "LossSeen", "StepContext", "Update", "add_outside_door", "current", "install",
+           "remove_outside_door", "uninstall", "unwatch_loss", "watch_loss"]

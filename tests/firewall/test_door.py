@@ -1,0 +1,74 @@
+"""The firewall's door: what a `FirewallContext` holds and takes at each optimizer update."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfguard.firewall.door import FirewallContext
+
+_BATCH = (tf.constant([[1.0, -2.0], [0.5, 3.0], [0.0, 1.0], [2.0, 2.0]]), tf.fill((4, 1), 3.0))
+
+
+def _model(optimizer="sgd"):
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(3, activation="relu"), keras.layers.Dense(1)])
+    model.compile(optimizer=optimizer, loss="mse")
+    return model
+
+
+def test_a_restoring_context_holds_a_small_models_variables_stacked_and_a_gated_ones_as_read():
+    # Stacked, the held values are copies and the step writes in place; a model whose updates are gated
+    # never restores their variables, and an unused read costs no copy where a stack would.
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(4), keras.layers.Dense(4)])
+    model.compile(optimizer="adam", loss="mse")
+    model.optimizer.build(model.trainable_variables)
+    rows = {}
+
+    for hold_bytes in (2**20, 0):
+        @tf.function
+        def step(hold_bytes=hold_bytes):
+            context = FirewallContext(model, restores=True, hold_bytes=hold_bytes)
+            rows[hold_bytes] = [h.row for h in context.transaction.held]
+            return tf.constant(0)
+
+        step()
+    held = len(model.variables) + len(model.metrics_variables) + len(model.optimizer.variables)
+    assert len(rows[2**20]) == held
+    assert any(row is not None for row in rows[2**20])  # the two kernels, the two biases, their slots
+    assert len(rows[0]) == held and all(row is None for row in rows[0])
+
+
+def test_a_context_that_does_not_restore_holds_nothing():
+    model = _model()
+    context = FirewallContext(model)
+    with context.active():
+        model.train_step(_BATCH)
+    assert context.transaction.held == [] and len(context.updates) == 1
+
+
+def test_on_a_recording_step_the_door_takes_each_gradients_squared_norm_zeros_and_size():
+    model = _model()
+    for recording in (True, False):
+        context = FirewallContext(model, record_flag=tf.constant(recording))
+        with context.active():
+            model.train_step(_BATCH)
+        (update,) = context.updates
+        for variable, grad in zip(update.variables, update.gradients):
+            table, row = context.gradient_stats[id(variable)]
+            g = np.asarray(grad)
+            expected = [float((g ** 2).sum()), float((g == 0).sum()), float(g.size)] if recording else [0, 0, 0]
+            np.testing.assert_allclose(np.asarray(table)[row], expected, rtol=1e-6)
+
+
+def test_a_step_that_does_not_restore_copies_the_weights_before_its_update_on_recording_steps():
+    model = _model()
+    before = [w.copy() for w in model.get_weights()]
+    context = FirewallContext(model, record_flag=tf.constant(True), weights=True)
+    with context.active():
+        model.train_step(_BATCH)
+    assert context.transaction.held == []  # a copy at the door, nothing held across the update
+    for variable, value in zip(model.weights, before):
+        assert context.has_before(variable)
+        np.testing.assert_array_equal(context.before(variable).numpy(), value)
+    assert any(not np.array_equal(v.numpy(), value) for v, value in zip(model.weights, before))
