@@ -183,6 +183,28 @@ def test_every_layer_mode_catches_what_the_output_check_cannot_see(data, tmp_pat
     assert info.value.where == "layer 'overflow'"
 
 
+def test_every_layer_mode_costs_one_op_per_layer_more_than_the_output_check():
+    # A layer's output has an unknown batch size, so it cannot be stacked with others; its finiteness is
+    # one Sum. Taken as a stack of one and its slice, it was six ops per layer (the stack, the slice and
+    # their constants) on every step.
+    def ops(depth, forward):
+        layers = [keras.Input((8,))]
+        for i in range(depth):
+            layers.append(keras.layers.Dense(8, activation="relu"))
+            if i % 4 == 3:
+                layers.append(keras.layers.BatchNormalization())
+        model = keras.Sequential([*layers, keras.layers.Dense(3)])
+        model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        tfguard.guard(model, policy="skip", forward=forward, quarantine_dir=None)
+        spec = (tf.TensorSpec((None, 8), tf.float32), tf.TensorSpec((None,), tf.int64))
+        return len(tf.function(model.train_step).get_concrete_function(spec).graph.get_operations()), len(model.layers)
+
+    (out4, layers4), (out16, layers16) = ops(4, "output"), ops(16, "output")
+    (every4, _), (every16, _) = ops(4, "layers"), ops(16, "layers")
+    per_layer = ((every16 - out16) - (every4 - out4)) / (layers16 - layers4)
+    assert per_layer <= 1.5
+
+
 def test_none_gradients_are_skipped_not_an_error(data, tmp_path):
     class WithUnused(keras.Model):
         def __init__(self):

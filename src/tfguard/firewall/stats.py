@@ -138,8 +138,8 @@ class Reducer:
             size = t.shape.num_elements()
             if size is not None and 0 < size <= GROUPED and graph is not None:
                 groups.setdefault((tuple(t.shape), t.dtype), []).append(t)
-            else:
-                parts.append(self.sums([t])[0])
+            else:  # one Sum: a stack of one and its slice would be two more ops per tensor (every layer's output)
+                parts.append(self.sum_of(t))
         for members in groups.values():
             total = self.sum(as_float32(tf.stack(members)) if len(members) > 1 else as_float32(members[0]))
             for t in members:
