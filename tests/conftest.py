@@ -11,6 +11,18 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 
+def deep_mlp(depth: int, width: int = 8):
+    """A compiled MLP of `depth` ReLU Dense layers, a BatchNormalization after every fourth, three logits."""
+    layers = [keras.Input((width,))]
+    for i in range(depth):
+        layers.append(keras.layers.Dense(width, activation="relu"))
+        if i % 4 == 3:
+            layers.append(keras.layers.BatchNormalization())
+    model = keras.Sequential([*layers, keras.layers.Dense(3)])
+    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model
+
+
 def small_classifier(units: int = 3, inputs: int = 4, hidden: int = 8, jit_compile=False, lr=1e-2):
     """A compiled two-layer softmax classifier."""
     model = keras.Sequential(

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 import tfguard
-from tests.conftest import optimizer_state, small_classifier, weights_of
+from tests.conftest import deep_mlp, optimizer_state, small_classifier, weights_of
 from tfguard import GuardViolation, checks
 
 
@@ -188,13 +188,7 @@ def test_every_layer_mode_costs_one_op_per_layer_more_than_the_output_check():
     # one Sum. Taken as a stack of one and its slice, it was six ops per layer (the stack, the slice and
     # their constants) on every step.
     def ops(depth, forward):
-        layers = [keras.Input((8,))]
-        for i in range(depth):
-            layers.append(keras.layers.Dense(8, activation="relu"))
-            if i % 4 == 3:
-                layers.append(keras.layers.BatchNormalization())
-        model = keras.Sequential([*layers, keras.layers.Dense(3)])
-        model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+        model = deep_mlp(depth)
         tfguard.guard(model, policy="skip", forward=forward, quarantine_dir=None)
         spec = (tf.TensorSpec((None, 8), tf.float32), tf.TensorSpec((None,), tf.int64))
         return len(tf.function(model.train_step).get_concrete_function(spec).graph.get_operations()), len(model.layers)

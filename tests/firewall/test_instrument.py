@@ -11,6 +11,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import tfguard  # noqa: E402
+from tests.conftest import deep_mlp  # noqa: E402
 from tests.graphs import foldable  # noqa: E402
 from tests.summary.conftest import tiny_cnn  # noqa: E402
 from tfguard import tags  # noqa: E402
@@ -334,24 +335,13 @@ def test_a_record_is_immutable_and_holds_the_step_logs():
     assert records[1].batch == 1
 
 
-def _deep_mlp(depth):
-    layers = [keras.Input((8,))]
-    for i in range(depth):
-        layers.append(keras.layers.Dense(8, activation="relu"))
-        if i % 4 == 3:
-            layers.append(keras.layers.BatchNormalization())
-    model = keras.Sequential([*layers, keras.layers.Dense(3)])
-    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
-    return model
-
-
 def test_a_small_models_recording_trace_adds_to_its_step_a_few_ops_whatever_its_depth():
     # Its per-layer work lives in branches (one `If` each) that run only on recording steps. Lowered
     # conds at the optimizer's door and values held across the update put a `Switch` per gradient and a
     # read per weight into every step: 60 ops more than the plain trace at 4 layers, 154 at 16.
     extra = {}
     for depth in (4, 16):
-        model = _deep_mlp(depth)
+        model = deep_mlp(depth)
         _listen(model, scalars_every=1, histograms_every=2, weights=True,
                 histogram_kinds=("activations", "gradients", "weights"))
         model.fit(np.ones((8, 8), "float32"), np.zeros(8, "int64"), verbose=0)
