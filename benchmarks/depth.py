@@ -9,8 +9,10 @@ ResNet50 on 64x64x3.
 
 Printed per contender: the first `fit` (trace, compile and its steps), the
 median ms/step over interleaved rounds of `fit` (each round `--steps` steps,
-the same for all) as a ratio to plain's, and the ops of the traced step
-(the Logger's: its recording trace) per layer, branch functions included.
+the same for all) as a ratio to plain's, wall-clock and process CPU time
+(on a shared machine the CPU time moves less: time the process waited for
+a core is not in it), and the ops of the traced step (the Logger's: its
+recording trace) per layer, branch functions included.
 
 Run: `.venv/bin/python benchmarks/depth.py [--models mlp_deep100,mlp_deep200] [--rounds 7 --steps 100]`
 """
@@ -63,12 +65,14 @@ class Contender:
             attach(self.model)
         self.callbacks = callbacks or (lambda: [])
         self.times: list[float] = []
+        self.cpu_times: list[float] = []
         self.first = 0.0
 
-    def fit(self, data, steps: int) -> float:
-        start = time.perf_counter()
+    def fit(self, data, steps: int) -> tuple[float, float]:
+        """Runs one `fit` of `steps` steps; returns its wall-clock and process CPU seconds."""
+        start, cpu = time.perf_counter(), time.process_time()
         self.model.fit(data, epochs=1, steps_per_epoch=steps, verbose=0, callbacks=self.callbacks())
-        return time.perf_counter() - start
+        return time.perf_counter() - start, time.process_time() - cpu
 
 
 def measure(model_name: str, rounds: int, steps: int, first_steps: int) -> None:
@@ -91,19 +95,21 @@ def measure(model_name: str, rounds: int, steps: int, first_steps: int) -> None:
     layers = len(model.layers)
     print(f"\n{model_name}: {model.count_params() / 1e6:.2f} M params, {layers} layers, batch {batch}", flush=True)
     for c in contenders:
-        c.first = c.fit(data, first_steps)
+        c.first, _ = c.fit(data, first_steps)
     for _ in range(rounds):
         for c in contenders:
-            c.times.append(c.fit(data, steps) / steps)
+            wall, cpu = c.fit(data, steps)
+            c.times.append(wall / steps)
+            c.cpu_times.append(cpu / steps)
     spec = (tf.TensorSpec([None, *shape], tf.float32), tf.TensorSpec([None], tf.int32))
-    plain = statistics.median(contenders[0].times)
-    print("| contender | ms/step | × plain | first fit s | × plain | ops/layer |")
-    print("|---|---|---|---|---|---|")
+    plain, plain_cpu = statistics.median(contenders[0].times), statistics.median(contenders[0].cpu_times)
+    print("| contender | ms/step | × plain | CPU ms/step | × plain | first fit s | × plain | ops/layer |")
+    print("|---|---|---|---|---|---|---|---|")
     for c in contenders:
-        median = statistics.median(c.times)
+        median, cpu = statistics.median(c.times), statistics.median(c.cpu_times)
         ops = op_count(c.model, spec, recording=c.name.startswith("Logger"))
-        print(f"| {c.name} | {median * 1000:.2f} | {median / plain:.3f} | {c.first:.1f} | "
-              f"{c.first / contenders[0].first:.2f} | {ops / layers:.1f} |", flush=True)
+        print(f"| {c.name} | {median * 1000:.2f} | {median / plain:.3f} | {cpu * 1000:.2f} | {cpu / plain_cpu:.3f} | "
+              f"{c.first:.1f} | {c.first / contenders[0].first:.2f} | {ops / layers:.1f} |", flush=True)
 
 
 def main(argv=None) -> int:
