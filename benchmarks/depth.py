@@ -1,7 +1,9 @@
 """Claim: the cost of guarding and logging does not grow with the model's depth.
 
 Contenders on the same model shape, each its own instance, interleaved in
-one process: plain `fit`; `tfguard.guard(policy="skip")`;
+one process: plain `fit`; plain `fit` again on a second instance (what two
+identical contenders differ by here: the noise floor of every ratio);
+`tfguard.guard(policy="skip")`;
 `guard(forward="layers")`; `tfguard.Logger()` defaults (scalars every 10
 steps, histograms every 100). Models (`scale_models.py`): the 100- and
 200-layer MLP (Dense(32), a BatchNormalization after every fourth) and
@@ -81,6 +83,7 @@ def measure(model_name: str, rounds: int, steps: int, first_steps: int) -> None:
     logdir = tempfile.mkdtemp(prefix="tfguard-depth-")
     contenders = [
         Contender("plain fit", build),
+        Contender("plain fit, a second model (the noise)", build),
         Contender("guard", build, lambda m: tfguard.guard(m, policy="skip", quarantine_dir=None)),
         Contender("guard(forward='layers')", build,
                   lambda m: tfguard.guard(m, policy="skip", forward="layers", quarantine_dir=None)),
