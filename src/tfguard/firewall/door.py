@@ -11,10 +11,10 @@ each update, before it is applied:
    written, and then writes it only under that decision
    (`tfguard.firewall.gate`);
 3. on recording steps, takes the gradients' norms (`gradient_table`) and
-   histograms (`histograms.gradient_buckets`), so the gradients die with
-   the update, and, for a step that holds nothing, the weights as they are
-   before it (`weights_before.copy_before`), for weight norms and update
-   ratios.
+   histograms (`gradient_buckets`), each in one cond (`door_cond`), so the
+   gradients die with the update, and, for a step that holds nothing, the
+   weights as they are before it (`weights_before.copy_before`), for weight
+   norms and update ratios.
 
 The firewall calls down into `tfguard.hooks` and is never called back:
 the hooks know only that a context has a door.
@@ -38,10 +38,11 @@ from collections.abc import Callable
 import keras
 import tensorflow as tf
 
-from tfguard.firewall import histograms, stats
+from tfguard.firewall import stats
 from tfguard.firewall.config import HOLD_BYTES
+from tfguard.firewall.histograms import HIST_BUCKETS, Bucketed, histograms_of
 from tfguard.hooks import dry_run, keras_compat
-from tfguard.hooks.branch import door_cond
+from tfguard.hooks.branch import rare_cond
 from tfguard.hooks.context import StepContext, Update
 from tfguard.hooks.transaction import is_float, tf_variable
 from tfguard.hooks.weights_before import Copied, copy_before
@@ -133,11 +134,11 @@ class FirewallContext(StepContext):
                     self.gradient_stats.setdefault(id(variable), (table, row))
                 waits.append(table)
         if self.histogram_flag is not None:
-            table = histograms.gradient_buckets(update, self.histogram_flag)
+            table = gradient_buckets(update, self.histogram_flag)
             if table is not None:
                 rows = [v for v, g in zip(update.variables, update.gradients) if g is not None]
                 for row, variable in enumerate(rows):
-                    self.gradient_buckets.setdefault(id(variable), histograms.Bucketed(table, row))
+                    self.gradient_buckets.setdefault(id(variable), Bucketed(table, row))
                 waits.append(table)
         return waits
 
@@ -196,6 +197,33 @@ def hold_state(model: keras.Model, context: StepContext, hold_bytes: int = HOLD_
             txn.hold(optimizer.variables, stack=stack)
 
 
+def door_cond(update: Update, pred, true_fn, false_fn):
+    """A cond at the optimizer's door, on the update's gradients: `rare_cond` for a small update, lowered for a large one.
+
+    A lowered cond costs a `Switch` per gradient and a walk of its dead
+    branch on every step that does not take it: on a 200-layer MLP most of
+    what a step that records nothing costs more than a plain one. A
+    functional `If` costs one op, but holds every gradient until all exist,
+    which only a large update (`update.small` false: more state than the
+    step may hold) pays for in memory.
+    """
+    return (rare_cond if update.small else tf.cond)(pred, true_fn, false_fn)
+
+
+def gradient_buckets(update: Update, flag) -> tf.Tensor | None:
+    """At the optimizer's door, on histogram steps: `[k, HIST_BUCKETS, 3]` buckets of the update's gradients.
+
+    Bucketed before the update is applied, so the gradients die with the
+    update as in a step that records nothing, rather than living until the
+    step's end. Row `i` is the `i`-th gradient that is not `None`.
+    """
+    grads = [g for g in update.unscaled() if g is not None]
+    if not grads:
+        return None
+    return door_cond(update, tf.convert_to_tensor(flag), lambda: histograms_of(grads),
+                     lambda: tf.zeros([len(grads), HIST_BUCKETS, 3]))
+
+
 def gradient_table(update: Update, flag) -> tuple[tf.Tensor, list] | None:
     """At the optimizer's door, on recording steps: `[k, 3]` per gradient: its squared norm, its zeros, its size.
 
@@ -226,4 +254,4 @@ def gradient_rows(grads: list) -> tf.Tensor:
                      tf.cast(stats.sizes_of(grads), tf.float32)], axis=1)
 
 
-__all__ = ["FirewallContext", "gradient_rows", "gradient_table", "hold_state"]
+__all__ = ["FirewallContext", "door_cond", "gradient_buckets", "gradient_rows", "gradient_table", "hold_state"]

@@ -3,8 +3,8 @@
 Three sources, each bucketed where it costs least (`tfguard.firewall.buckets`
 does the bucketing itself):
 
-- gradients at the optimizer's door, before the update (`gradient_buckets`),
-  so they die with the update;
+- gradients at the optimizer's door, before the update
+  (`tfguard.firewall.door.gradient_buckets`), so they die with the update;
 - layer outputs from their leading examples (`Sample`), in branches of the
   recording step that run as the forward pass makes them
   (`histograms_when`);
@@ -28,7 +28,7 @@ import dataclasses
 import tensorflow as tf
 
 from tfguard.firewall import buckets, stats
-from tfguard.hooks.branch import door_cond, rare_cond
+from tfguard.hooks.branch import rare_cond
 
 HIST_BUCKETS = 30
 
@@ -58,19 +58,6 @@ class Bucketed:
 
     table: tf.Tensor
     row: int
-
-
-def gradient_buckets(update, flag) -> tf.Tensor | None:
-    """At the optimizer's door, on histogram steps: the buckets of the update's gradients.
-
-    Bucketed before the update is applied, so the gradients die with the
-    update as in a step that records nothing, rather than living until the
-    step's end. Fills `update`'s context-side map through the caller.
-    """
-    grads = [g for g in update.unscaled() if g is not None]
-    if not grads:
-        return None
-    return door_cond(update, tf.convert_to_tensor(flag), lambda: histograms_of(grads), lambda: _none_bucketed(grads))
 
 
 def histograms_of(values: list) -> tf.Tensor:
@@ -145,5 +132,4 @@ def host_histograms(weights: list) -> dict:
     return dict(zip((tag for tag, _ in weights), table.numpy().astype("float64")))
 
 
-__all__ = ["HIST_BUCKETS", "Bucketed", "Sample", "gradient_buckets", "histograms_of", "histograms_when",
-           "host_histograms"]
+__all__ = ["HIST_BUCKETS", "Bucketed", "Sample", "histograms_of", "histograms_when", "host_histograms"]

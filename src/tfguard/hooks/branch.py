@@ -49,17 +49,4 @@ def rare_cond(pred, true_fn, false_fn):
     return out
 
 
-def door_cond(update, pred, true_fn, false_fn):
-    """A cond at the optimizer's door, on the update's gradients: `rare_cond` for a small update, lowered for a large one.
-
-    A lowered cond costs a `Switch` per gradient and a walk of its dead
-    branch on every step that does not take it: on a 200-layer MLP most of
-    what a step that records nothing costs more than a plain one. A
-    functional `If` costs one op, but holds every gradient until all exist,
-    which only a large update (`update.small` false: more state than the
-    step may hold) pays for in memory.
-    """
-    return (rare_cond if update.small else tf.cond)(pred, true_fn, false_fn)
-
-
-__all__ = ["door_cond", "rare_cond"]
+__all__ = ["rare_cond"]
