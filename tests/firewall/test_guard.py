@@ -199,6 +199,21 @@ def test_every_layer_mode_costs_one_op_per_layer_more_than_the_output_check():
     assert per_layer <= 1.5
 
 
+def test_a_mixed_precision_model_is_guarded_without_a_coverage_warning(data):
+    # Its LossScaleOptimizer's inner update runs inside the loss scale's cond; it is part of the update
+    # the guard sees, not one "inside the step's own control flow" that the guard could not check.
+    x, y = data
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu", dtype="mixed_float16"),
+                              keras.layers.Dense(3, activation="softmax", dtype="float32")])
+    model.compile(optimizer=keras.optimizers.LossScaleOptimizer(keras.optimizers.Adam(1e-2)),
+                  loss="sparse_categorical_crossentropy")
+    tfguard.guard(model, policy="raise", quarantine_dir=None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model.fit(x, y, batch_size=16, epochs=1, verbose=0)
+    assert [str(w.message) for w in caught if issubclass(w.category, tfguard.GuardWarning)] == []
+
+
 def test_none_gradients_are_skipped_not_an_error(data, tmp_path):
     class WithUnused(keras.Model):
         def __init__(self):

@@ -73,3 +73,46 @@ def test_an_update_outside_any_step_goes_through_the_outside_door_until_it_is_re
     optimizer.apply_gradients(zip(grads, model.trainable_variables))
     assert door.seen == [2]
     assert int(optimizer.iterations.numpy()) == 2
+
+
+def test_variables_given_as_a_generator_reach_both_the_door_and_keras():
+    # The door lists the variables; a generator it used up would reach Keras's apply empty, and
+    # nothing would be written while the iterations still moved.
+    model = _model()  # SGD(0.5)
+    kernel = model.trainable_variables[0].numpy()
+    grads = [tf.ones_like(v) for v in model.trainable_variables]
+    step = context.StepContext(model)
+    with step.active():
+        model.optimizer.apply(grads, (v for v in model.trainable_variables))
+    door = _Counting()
+    context.add_outside_door(door)
+    try:
+        model.optimizer.apply(grads, (v for v in model.trainable_variables))
+    finally:
+        context.remove_outside_door(door)
+    assert len(step.updates[0].variables) == 2 and door.seen == [2]
+    np.testing.assert_allclose(model.trainable_variables[0].numpy(), kernel - 2 * 0.5)
+
+
+def test_a_loss_scale_optimizers_update_is_one_update_its_inner_apply_is_part_of_it():
+    # The inner optimizer applies inside the loss scale's cond: counted as an update of the step's own
+    # control flow, it made the guard warn on every mixed-precision model that its updates were out of reach.
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(optimizer=keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD(0.1)), loss="mse")
+    model.optimizer.build(model.trainable_variables)  # as Keras's fit does before its first step
+    seen = {}
+
+    @tf.function
+    def traced(x, y):
+        step = context.StepContext(model)
+        with step.active():
+            model.train_step((x, y))
+        seen["graph"] = (len(step.updates), step.nested_updates, step.updates[0].scale is not None)
+        return tf.constant(0)
+
+    eager = context.StepContext(model)
+    with eager.active():
+        model.train_step(_BATCH)
+    traced(*_BATCH)
+    assert seen["graph"] == (1, 0, True)
+    assert (len(eager.updates), eager.nested_updates, eager.updates[0].scale is not None) == (1, 0, True)

@@ -12,9 +12,11 @@ each update, before it is applied:
    (`tfguard.firewall.gate`);
 3. on recording steps, takes the gradients' norms (`gradient_table`) and
    histograms (`gradient_buckets`), each in one cond (`door_cond`), so the
-   gradients die with the update, and, for a step that holds nothing, the
-   weights as they are before it (`weights_before.copy_before`), for weight
-   norms and update ratios.
+   gradients die with the update, and, for a step that holds nothing, what
+   weight norms and update ratios need of the weights before it: a small
+   update's copied at the door (`weights_before.copy_before`), a large
+   one's squared norms taken right after its write
+   (`dry_run.weight_table_across`).
 
 The firewall calls down into `tfguard.hooks` and is never called back:
 the hooks know only that a context has a door.

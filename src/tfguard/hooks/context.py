@@ -18,11 +18,13 @@ gate, take its door tables) is a context of its own that overrides
 firewall's.
 
 `keras.optimizers.Optimizer.apply` is wrapped once per process (on first use
-of a context); outside an active context, and for an optimizer no context
-covers, the wrapper calls the original and adds no op. A
+of a context); outside an active context, with no outside door
+(`add_outside_door`), the wrapper calls the original and adds no op. A
 `LossScaleOptimizer`'s own `apply` is wrapped too, so its (scaled)
-gradients are seen where they are, and the inner optimizer's apply, which
-runs inside the loss scale's `cond`, is left alone.
+gradients are seen where they are; the inner optimizer's apply, which runs
+inside the loss scale's `cond`, is part of the update the door saw, and
+passes straight through (it is no nested update of the step's own
+control flow).
 
 Example:
 
@@ -176,7 +178,7 @@ def _stack() -> list:
 
 
 def current() -> StepContext | None:
-    """The guarded step being traced (or run eagerly) in this thread, if any."""
+    """The step context active in this thread (traced, or run eagerly), if any."""
     stack = _stack()
     return stack[-1] if stack else None
 
@@ -240,6 +242,19 @@ def remove_outside_door(door) -> None:
 def _wrap_apply(original, scaled: bool):
     @functools.wraps(original)
     def apply(optimizer, grads, trainable_variables=None):
+        if getattr(_LOCAL, "applying", False):  # inside an update the door let through: part of it
+            return original(optimizer, grads, trainable_variables)
+        if trainable_variables is not None:  # listed once: a generator read by the door would reach Keras empty
+            trainable_variables = list(trainable_variables)
+
+        def through():
+            """The update itself; an optimizer's apply inside it (a LossScaleOptimizer's inner one) is part of it."""
+            _LOCAL.applying = True
+            try:
+                return original(optimizer, grads, trainable_variables)
+            finally:
+                _LOCAL.applying = False
+
         context = current()
         if context is not None:
             grads = list(grads)
@@ -247,18 +262,11 @@ def _wrap_apply(original, scaled: bool):
             if scaled:
                 scale = tf.identity(tf.convert_to_tensor(optimizer.dynamic_scale)) if optimizer.built else None
             if scaled and scale is None:  # not built yet: it cannot be seen before its own apply builds it
-                return original(optimizer, grads, trainable_variables)
-            return context.through_door(optimizer, grads, trainable_variables, scale,
-                                        lambda: original(optimizer, grads, trainable_variables))
-        if _OUTSIDE and not getattr(_LOCAL, "outside", False):
-            door = _OUTSIDE[-1]
-            _LOCAL.outside = True  # the door's own apply, and an inner optimizer's, pass straight through
-            try:
-                grads = list(grads)
-                return door.through_door(optimizer, grads, trainable_variables, None,
-                                         lambda: original(optimizer, grads, trainable_variables))
-            finally:
-                _LOCAL.outside = False
+                return through()
+            return context.through_door(optimizer, grads, trainable_variables, scale, through)
+        if _OUTSIDE:
+            grads = list(grads)
+            return _OUTSIDE[-1].through_door(optimizer, grads, trainable_variables, None, through)
         return original(optimizer, grads, trainable_variables)
 
     setattr(apply, _MARK, original)
