@@ -4,7 +4,9 @@ Each builder returns a compiled model and its data; none knows about tfguard.
 The firewall tests guard them as they are.
 
 * `custom_step`: a subclass with its own `train_step` and one optimizer
-  (keras-io "Customizing what happens in fit()").
+  (keras-io "Customizing what happens in fit()"); `custom_step_mixed`, the
+  same as a subclass built lazily, in mixed precision (float16 layers, a
+  `LossScaleOptimizer`).
 * `gan`: a DCGAN-style `keras.Model` with two optimizers, its own `compile`,
   its own `train_step`, loss trackers and no `call()` (keras-io "DCGAN").
 * `vae`: a VAE compiled without a loss, computing reconstruction and KL
@@ -49,6 +51,30 @@ def custom_step(seed: int = 0, jit_compile=False):
     model = CustomStep(inputs, outputs)
     model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"],
                   jit_compile=jit_compile)
+    rng = np.random.default_rng(seed)
+    x = rng.random((64, 4), dtype=np.float32)
+    y = (np.arange(64) % 3).astype("int64")
+    return model, x, y
+
+
+class MixedStep(CustomStep):
+    """A subclassed `custom_step` in mixed precision, built lazily by its first call (nothing before `fit`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.hidden = layers.Dense(8, activation="relu", dtype="mixed_float16")
+        self.head = layers.Dense(3, activation="softmax", dtype="float32")
+
+    def call(self, x, training=False):
+        return self.head(self.hidden(x))
+
+
+def custom_step_mixed(seed: int = 0, jit_compile=False):
+    """`MixedStep` with a `LossScaleOptimizer` (keras-io "Mixed precision")."""
+    keras.utils.set_random_seed(seed)
+    model = MixedStep()
+    model.compile(optimizer=keras.optimizers.LossScaleOptimizer(keras.optimizers.Adam()),
+                  loss="sparse_categorical_crossentropy", metrics=["accuracy"], jit_compile=jit_compile)
     rng = np.random.default_rng(seed)
     x = rng.random((64, 4), dtype=np.float32)
     y = (np.arange(64) % 3).astype("int64")

@@ -32,8 +32,8 @@ def _program(name, jit_compile=False):
         model = foreign.bn_model(jit_compile=jit_compile)
         x = np.random.default_rng(0).random((64, 4), dtype=np.float32)
         args = (x, np.arange(64) % 3)
-    elif name == "custom_step":
-        model, x, y = foreign.custom_step(jit_compile=jit_compile)
+    elif name in ("custom_step", "custom_step_mixed"):
+        model, x, y = getattr(foreign, name)(jit_compile=jit_compile)
         args = (x, y)
     else:
         model, x = getattr(foreign, name)(jit_compile=jit_compile)
@@ -62,7 +62,7 @@ class StateAtBatch(keras.callbacks.Callback):
 
 
 @pytest.mark.parametrize("jit_compile", [False, True], ids=["graph", "xla"])
-@pytest.mark.parametrize("name", ["fit", "custom_step", "gan", "vae"])
+@pytest.mark.parametrize("name", ["fit", "custom_step", "custom_step_mixed", "gan", "vae"])
 def test_a_nan_batch_is_rejected_and_leaves_every_variable_bitwise(name, jit_compile):
     model, args, optimizers = _program(name, jit_compile)
     tfguard.guard(model, policy="skip", quarantine_dir=None)

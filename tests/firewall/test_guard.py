@@ -9,6 +9,7 @@ import tensorflow as tf
 
 import tfguard
 from tests.conftest import deep_mlp, optimizer_state, small_classifier, weights_of
+from tests.firewall import foreign
 from tfguard import GuardViolation, checks
 
 
@@ -199,14 +200,23 @@ def test_every_layer_mode_costs_one_op_per_layer_more_than_the_output_check():
     assert per_layer <= 1.5
 
 
-def test_a_mixed_precision_model_is_guarded_without_a_coverage_warning(data):
-    # Its LossScaleOptimizer's inner update runs inside the loss scale's cond; it is part of the update
-    # the guard sees, not one "inside the step's own control flow" that the guard could not check.
-    x, y = data
+def _mixed_sequential():
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu", dtype="mixed_float16"),
                               keras.layers.Dense(3, activation="softmax", dtype="float32")])
     model.compile(optimizer=keras.optimizers.LossScaleOptimizer(keras.optimizers.Adam(1e-2)),
                   loss="sparse_categorical_crossentropy")
+    return model
+
+
+@pytest.mark.parametrize("build", [_mixed_sequential, lambda: foreign.custom_step_mixed()[0]],
+                         ids=["sequential", "lazy_subclass_own_step"])
+def test_a_mixed_precision_model_is_guarded_without_a_coverage_warning(build, data):
+    # Its LossScaleOptimizer's inner update runs inside the loss scale's cond: it is part of the update the
+    # guard sees, not one "inside the step's own control flow". A subclass built lazily has an optimizer
+    # that is not built when its step is first traced: the door builds it, as its own apply would, and
+    # sees that first update too (it warned "applied no optimizer update that the guard could see").
+    x, y = data
+    model = build()
     tfguard.guard(model, policy="raise", quarantine_dir=None)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

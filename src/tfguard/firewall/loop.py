@@ -197,7 +197,7 @@ class _OutsideDoor:
         """The update, checked and rolled back by itself when it is bad."""
         variables = list(variables) if variables is not None else keras_compat.optimizer_variables(optimizer)
         if not optimizer.built:
-            optimizer.build(variables)
+            keras_compat.build_optimizer(optimizer, variables)
         counter = _counter(optimizer)
         txn = Transaction()
         txn.hold(variables)

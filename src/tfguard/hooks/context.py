@@ -146,7 +146,7 @@ class StepContext:
             return None
         variables = list(variables) if variables is not None else keras_compat.optimizer_variables(optimizer)
         if not optimizer.built:
-            optimizer.build(variables)
+            keras_compat.build_optimizer(optimizer, variables)
         update = Update(optimizer, list(gradients), variables, scale)
         self.updates.append(update)
         return update
@@ -260,9 +260,11 @@ def _wrap_apply(original, scaled: bool):
             grads = list(grads)
             scale = None
             if scaled:
-                scale = tf.identity(tf.convert_to_tensor(optimizer.dynamic_scale)) if optimizer.built else None
-            if scaled and scale is None:  # not built yet: it cannot be seen before its own apply builds it
-                return through()
+                if not optimizer.built and trainable_variables is not None:
+                    keras_compat.build_optimizer(optimizer, trainable_variables)  # the door sees its first update too
+                if not optimizer.built:  # no variables to build it with: its own apply fails as it would
+                    return through()
+                scale = tf.identity(tf.convert_to_tensor(optimizer.dynamic_scale))
             return context.through_door(optimizer, grads, trainable_variables, scale, through)
         if _OUTSIDE:
             grads = list(grads)

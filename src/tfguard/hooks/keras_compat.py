@@ -249,6 +249,28 @@ def clip_gradients(optimizer, grads: list) -> list:
     return optimizer._clip_gradients(grads)
 
 
+def build_optimizer(optimizer, variables) -> None:
+    """Builds `optimizer` on `variables` as its own `apply` would: under its name scope, then marked built.
+
+    Built so, a `LossScaleOptimizer`'s inner slots are named as Keras names
+    them (`loss_scale_optimizer/adam/dense_kernel_momentum`, not
+    `adam/dense_kernel_momentum`).
+
+    Example:
+
+    >>> import keras
+    >>> dense = keras.layers.Dense(1)
+    >>> dense.build((None, 2))
+    >>> optimizer = keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD(momentum=0.9), name="scaled")
+    >>> build_optimizer(optimizer, dense.trainable_variables)
+    >>> optimizer.built, optimizer.variables[-1].path.startswith("scaled/")
+    (True, True)
+    """
+    with keras.name_scope(optimizer.name, caller=optimizer):
+        optimizer.build(variables)
+    optimizer.built = True
+
+
 def optimizers_of(model: keras.Model) -> list:
     """The optimizers a model holds: `model.optimizer` and any optimizer attribute (GANs).
 
@@ -269,7 +291,7 @@ def optimizers_of(model: keras.Model) -> list:
     return found
 
 
-__all__ = ["NEUTRAL_WRITES", "OPTIMIZER_CLASS", "KerasSurfaceWarning", "build_before_trace", "build_shapes",
+__all__ = ["NEUTRAL_WRITES", "OPTIMIZER_CLASS", "KerasSurfaceWarning", "build_before_trace", "build_optimizer", "build_shapes",
            "call_has_training_arg", "clip_gradients", "compute_loss", "consumers", "keras_history", "keras_home",
            "loss_function_kwargs", "nested_layers", "neutral_apply",
            "neutral_writes", "optimizer_variables", "optimizers_of", "producer_inputs", "surface_changed", "unpack"]
