@@ -25,7 +25,7 @@ import tensorflow as tf
 from keras import layers, ops
 
 
-class CustomStep(keras.Model):
+class OwnTrainStep:
     """keras-io: a `train_step` override with one optimizer and the compiled loss."""
 
     def train_step(self, data):
@@ -43,6 +43,10 @@ class CustomStep(keras.Model):
         return {m.name: m.result() for m in self.metrics}
 
 
+class CustomStep(OwnTrainStep, keras.Model):
+    """A functional model with its own `train_step` (Keras makes its class a `Functional` one on first use)."""
+
+
 def custom_step(seed: int = 0, jit_compile=False):
     keras.utils.set_random_seed(seed)
     inputs = keras.Input((4,))
@@ -57,7 +61,7 @@ def custom_step(seed: int = 0, jit_compile=False):
     return model, x, y
 
 
-class MixedStep(CustomStep):
+class MixedStep(OwnTrainStep, keras.Model):
     """A subclassed `custom_step` in mixed precision, built lazily by its first call (nothing before `fit`)."""
 
     def __init__(self):
