@@ -248,12 +248,15 @@ def _wrap_apply(original, scaled: bool):
             trainable_variables = list(trainable_variables)
 
         def through():
-            """The update itself; an optimizer's apply inside it (a LossScaleOptimizer's inner one) is part of it."""
+            """The update itself, with any optimizer's apply inside it part of it (not an update of its own)."""
             _LOCAL.applying = True
             try:
                 return original(optimizer, grads, trainable_variables)
             finally:
                 _LOCAL.applying = False
+
+        def as_is():
+            return original(optimizer, grads, trainable_variables)
 
         context = current()
         if context is not None:
@@ -265,7 +268,9 @@ def _wrap_apply(original, scaled: bool):
                 if not optimizer.built:  # no variables to build it with: its own apply fails as it would
                     return through()
                 scale = tf.identity(tf.convert_to_tensor(optimizer.dynamic_scale))
-            return context.through_door(optimizer, grads, trainable_variables, scale, through)
+            # A LossScaleOptimizer's inner update (its variables are the loss scale's) is part of it; another
+            # optimizer's apply inside one (a wrapper of the user's) is an update of its own, seen at the door.
+            return context.through_door(optimizer, grads, trainable_variables, scale, through if scaled else as_is)
         if _OUTSIDE:
             grads = list(grads)
             return _OUTSIDE[-1].through_door(optimizer, grads, trainable_variables, None, through)
