@@ -103,7 +103,8 @@ class FirewallContext(StepContext):
             return self._gated(ok, apply)
         across = None
         if self.weights and not self.restores:
-            waits, across = self._before_for_statistics(update, waits)
+            copied, across = self._before_for_statistics(update)
+            waits += copied
         if waits:
             with tf.control_dependencies([tf.group(waits)]):
                 result = apply()
@@ -136,15 +137,15 @@ class FirewallContext(StepContext):
                     self.gradient_stats.setdefault(id(variable), (table, row))
                 waits.append(table)
         if self.histogram_flag is not None:
-            table = gradient_buckets(update, self.histogram_flag)
-            if table is not None:
-                rows = [v for v, g in zip(update.variables, update.gradients) if g is not None]
-                for row, variable in enumerate(rows):
+            taken = gradient_buckets(update, self.histogram_flag)
+            if taken is not None:
+                table, variables = taken
+                for row, variable in enumerate(variables):
                     self.gradient_buckets.setdefault(id(variable), Bucketed(table, row))
                 waits.append(table)
         return waits
 
-    def _before_for_statistics(self, update: Update, waits: list) -> tuple[list, tuple | None]:
+    def _before_for_statistics(self, update: Update) -> tuple[list, tuple | None]:
         """Takes the weights of an update that is not held as they are before it, for their statistics.
 
         A small update's are copied at the door on recording steps only
@@ -152,18 +153,18 @@ class FirewallContext(StepContext):
         after its write, each value before dying with its row
         (`dry_run.weight_table_across`); a large loss-scaled one, whose
         write is inside the loss scale's `cond`, or one run eagerly, is held.
-        Returns what the apply waits for, and the weights whose table is
-        taken after it with their values before.
+        Returns what the apply must also wait for, and the weights whose
+        table is taken after it with their values before.
         """
         if update.small:  # every weight passed, a gradient or not: an update ratio of 0 says it does not train
             copied = copy_before([v for v in update.variables if is_float(v)], self.record_flag)
             self.copies.append(copied)
-            return [*waits, copied.packed], None
+            return [copied.packed], None
         weights = [v for g, v in zip(update.gradients, update.variables) if g is not None and is_float(v)]
         if update.scale is None and not tf.executing_eagerly():
-            return waits, (weights, [tf.convert_to_tensor(tf_variable(v)) for v in weights])
+            return [], (weights, [tf.convert_to_tensor(tf_variable(v)) for v in weights])
         self.transaction.hold(weights)
-        return waits, None
+        return [], None
 
     def has_before(self, variable) -> bool:
         """Whether the step took `variable`'s value before its update (held, or copied at the door)."""
@@ -212,18 +213,19 @@ def door_cond(update: Update, pred, true_fn, false_fn):
     return (rare_cond if update.small else tf.cond)(pred, true_fn, false_fn)
 
 
-def gradient_buckets(update: Update, flag) -> tf.Tensor | None:
+def gradient_buckets(update: Update, flag) -> tuple[tf.Tensor, list] | None:
     """At the optimizer's door, on histogram steps: `[k, HIST_BUCKETS, 3]` buckets of the update's gradients.
 
     Bucketed before the update is applied, so the gradients die with the
     update as in a step that records nothing, rather than living until the
-    step's end. Row `i` is the `i`-th gradient that is not `None`.
+    step's end. Returns the table and the `k` variables of its rows.
     """
-    grads = [g for g in update.unscaled() if g is not None]
+    variables, grads = _gradients(update)
     if not grads:
         return None
-    return door_cond(update, tf.convert_to_tensor(flag), lambda: histograms_of(grads),
-                     lambda: tf.zeros([len(grads), HIST_BUCKETS, 3]))
+    table = door_cond(update, tf.convert_to_tensor(flag), lambda: histograms_of(grads),
+                      lambda: tf.zeros([len(grads), HIST_BUCKETS, 3]))
+    return table, variables
 
 
 def gradient_table(update: Update, flag) -> tuple[tf.Tensor, list] | None:
@@ -233,14 +235,18 @@ def gradient_table(update: Update, flag) -> tuple[tf.Tensor, list] | None:
     update rather than living until the step's end. Returns the table and
     the `k` variables of its rows.
     """
-    pairs = [(v, g) for v, g in zip(update.variables, update.unscaled()) if g is not None]
-    if not pairs:
+    variables, grads = _gradients(update)
+    if not grads:
         return None
-    grads = [g for _, g in pairs]
-
     table = door_cond(update, tf.convert_to_tensor(flag), lambda: gradient_rows(grads),
                       lambda: tf.zeros([len(grads), 3]))
-    return table, [v for v, _ in pairs]
+    return table, variables
+
+
+def _gradients(update: Update) -> tuple[list, list]:
+    """The update's variables that have a gradient, and their gradients unscaled."""
+    pairs = [(v, g) for v, g in zip(update.variables, update.unscaled()) if g is not None]
+    return [v for v, _ in pairs], [g for _, g in pairs]
 
 
 def gradient_rows(grads: list) -> tf.Tensor:

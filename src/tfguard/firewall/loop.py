@@ -196,8 +196,6 @@ class _OutsideDoor:
     def through_door(self, optimizer, grads, variables, scale, apply):
         """The update, checked and rolled back by itself when it is bad."""
         variables = list(variables) if variables is not None else keras_compat.optimizer_variables(optimizer)
-        if not optimizer.built:
-            keras_compat.build_optimizer(optimizer, variables)
         counter = _counter(optimizer)
         txn = Transaction()
         txn.hold(variables)

@@ -140,13 +140,11 @@ class StepContext:
         return tf.compat.v1.get_default_graph() is self.graph
 
     def record_update(self, optimizer, gradients, variables, scale=None) -> Update | None:
-        """Records an update made in the step's own graph (builds its optimizer first); `None` for a nested one."""
+        """Records an update made in the step's own graph (its optimizer built at the door); `None` for a nested one."""
         if not self.in_step_graph():
             self.nested_updates += 1
             return None
         variables = list(variables) if variables is not None else keras_compat.optimizer_variables(optimizer)
-        if not optimizer.built:
-            keras_compat.build_optimizer(optimizer, variables)
         update = Update(optimizer, list(gradients), variables, scale)
         self.updates.append(update)
         return update
@@ -244,8 +242,15 @@ def _wrap_apply(original, scaled: bool):
     def apply(optimizer, grads, trainable_variables=None):
         if getattr(_LOCAL, "applying", False):  # inside an update the door let through: part of it
             return original(optimizer, grads, trainable_variables)
+        context = current()
+        door = context if context is not None else (_OUTSIDE[-1] if _OUTSIDE else None)
+        if door is None:
+            return original(optimizer, grads, trainable_variables)
+        grads = list(grads)
         if trainable_variables is not None:  # listed once: a generator read by the door would reach Keras empty
             trainable_variables = list(trainable_variables)
+            if not optimizer.built:  # as its own apply would: the door sees the built optimizer, slots and all
+                keras_compat.build_optimizer(optimizer, trainable_variables)
 
         def through():
             """The update itself, with any optimizer's apply inside it part of it (not an update of its own)."""
@@ -255,26 +260,17 @@ def _wrap_apply(original, scaled: bool):
             finally:
                 _LOCAL.applying = False
 
-        def as_is():
-            return original(optimizer, grads, trainable_variables)
-
-        context = current()
-        if context is not None:
-            grads = list(grads)
-            scale = None
-            if scaled:
-                if not optimizer.built and trainable_variables is not None:
-                    keras_compat.build_optimizer(optimizer, trainable_variables)  # the door sees its first update too
-                if not optimizer.built:  # no variables to build it with: its own apply fails as it would
-                    return through()
-                scale = tf.identity(tf.convert_to_tensor(optimizer.dynamic_scale))
-            # A LossScaleOptimizer's inner update (its variables are the loss scale's) is part of it; another
-            # optimizer's apply inside one (a wrapper of the user's) is an update of its own, seen at the door.
-            return context.through_door(optimizer, grads, trainable_variables, scale, through if scaled else as_is)
-        if _OUTSIDE:
-            grads = list(grads)
-            return _OUTSIDE[-1].through_door(optimizer, grads, trainable_variables, None, through)
-        return original(optimizer, grads, trainable_variables)
+        if context is None:
+            return door.through_door(optimizer, grads, trainable_variables, None, through)
+        scale = None
+        if scaled:
+            if not optimizer.built:  # no variables to build it with: its own apply fails as it would
+                return through()
+            scale = tf.identity(tf.convert_to_tensor(optimizer.dynamic_scale))
+        # A LossScaleOptimizer's inner update (its variables are the loss scale's) is part of it; another
+        # optimizer's apply inside one (a wrapper of the user's) is an update of its own, seen at the door.
+        return context.through_door(optimizer, grads, trainable_variables, scale,
+                                    through if scaled else lambda: original(optimizer, grads, trainable_variables))
 
     setattr(apply, _MARK, original)
     return apply
