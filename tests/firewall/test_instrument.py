@@ -8,6 +8,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
+import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import tfguard  # noqa: E402
@@ -114,9 +115,17 @@ def test_a_large_model_that_is_listened_to_has_one_trace_and_records_on_its_step
     assert [s for s, sig in seen if any(t.startswith("hist/") for t in sig)] == [1, 5, 9]
 
 
-def test_weight_norm_and_update_ratio_match_numpy():
+@pytest.mark.parametrize("shape", ["cnn", "deep mlp", "deep mlp, guarded"])
+def test_weight_norm_and_update_ratio_match_numpy(shape):
+    # The deep MLP's weights of one shape are taken from one stack before (copied at the door, or held
+    # by the guard's transaction) and one after; the CNN's each alone.
     x, y = _data(8)
-    model = tiny_cnn()
+    if shape == "cnn":
+        model = tiny_cnn()
+    else:
+        model, x = deep_mlp(8), x.reshape(8, -1)[:, :8]
+        if shape.endswith("guarded"):
+            tfguard.guard(model, policy="skip", quarantine_dir=None)
     _, seen = _listen(model, scalars_every=1, weights=True)
     model.fit(x, y, batch_size=8, verbose=0)  # one step: builds the optimizer
     before = _by_layer(model)
@@ -352,6 +361,26 @@ def test_a_small_models_recording_trace_adds_to_its_step_a_few_ops_whatever_its_
     assert extra[4] < 40
     layers_more = (16 + 4) - (4 + 1)
     assert extra[16] - extra[4] <= layers_more / 3  # one more branch per group of 8 activation samples
+
+
+def test_a_deep_models_recording_branches_cost_a_few_ops_per_layer():
+    # Signals of the weights, gradients and outputs of one shape are computed from one stack: what is
+    # left per layer is a read of each weight before and after its update and one max per ReLU output.
+    # Each weight's norms, change and zero count took 40 ops per layer of this MLP.
+    branch_ops, layers = {}, {}
+    for depth in (8, 24):
+        model = deep_mlp(depth)
+        inst, _ = _listen(model, scalars_every=1, weights=True)
+        model.fit(np.ones((8, 8), "float32"), np.zeros(8, "int64"), verbose=0)
+        inst.tracing_kinds = frozenset({SCALARS})
+        try:
+            graph = tf.function(model.train_step).get_concrete_function(
+                (tf.TensorSpec((None, 8), tf.float32), tf.TensorSpec((None,), tf.int64))).graph.as_graph_def()
+        finally:
+            inst.tracing_kinds = frozenset()
+        branch_ops[depth] = sum(len(f.node_def) for f in graph.library.function)
+        layers[depth] = len(model.layers)
+    assert (branch_ops[24] - branch_ops[8]) / (layers[24] - layers[8]) <= 8
 
 
 class WithIdleLayer(keras.Model):

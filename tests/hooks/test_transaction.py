@@ -5,13 +5,14 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from tfguard.hooks.transaction import PACKED_VALUES, Transaction
+from tfguard.hooks.stacks import STACKABLE
+from tfguard.hooks.transaction import Transaction
 
 
 def _variables():
     small = [tf.Variable(np.full((3, 2), float(i), "float32")) for i in range(4)]
     odd = tf.Variable(np.arange(5, dtype="float32"))  # alone of its shape
-    large = tf.Variable(np.ones(PACKED_VALUES + 1, "float32"))
+    large = tf.Variable(np.ones(STACKABLE + 1, "float32"))
     return small, odd, large
 
 

@@ -27,12 +27,15 @@ def read_run(run_dir: str) -> dict[str, list[Point]]:
     """Tag -> points in file order, with decoded values (scalars float, histograms array, text str)."""
     out: dict[str, list[Point]] = {}
     for path in event_files(run_dir):
+        described: dict = {}  # a tag's metadata, as a file's first value of it carries it (as TF1's FileWriter)
         for event in EventFileLoader(path).Load():
             if not event.HasField("summary"):
                 continue
             for value in event.summary.value:
-                plugin = value.metadata.plugin_data.plugin_name
-                content = value.metadata.plugin_data.content
+                metadata = value.metadata if value.HasField("metadata") else described.get(value.tag, value.metadata)
+                described.setdefault(value.tag, metadata)
+                plugin = metadata.plugin_data.plugin_name
+                content = metadata.plugin_data.content
                 if value.HasField("tensor"):
                     array = tensor_util.make_ndarray(value.tensor)
                     if plugin == "scalars":

@@ -51,6 +51,36 @@ def test_same_encoding_as_tf_summary(tmp_path):
     assert (a.step, a.plugin, a.value, a.content) == (b.step, b.plugin, b.value, b.content)
 
 
+def test_a_scalar_pair_carries_its_metadata_once_per_event_file_and_every_reader_sees_every_point(tmp_path):
+    from tensorboard.backend.event_processing import plugin_event_accumulator as accumulator
+
+    from tfguard.events import read_run as read_events
+
+    writer = RunWriter(str(tmp_path))
+    for step in range(1, 4):
+        assert writer.write(step, [("grad_norm/dense", 0.5 * step), ("big", 1e300)])
+    writer.close()
+    assert writer.write(4, [("grad_norm/dense", 2.0)])  # a new event file
+    writer.close()
+    described = []
+    for path in event_files(str(tmp_path)):
+        for event in tf.compat.v1.train.summary_iterator(path):
+            described += [(v.tag, v.HasField("metadata")) for v in event.summary.value if v.tag == "grad_norm/dense"]
+    assert described == [("grad_norm/dense", True), ("grad_norm/dense", False), ("grad_norm/dense", False),
+                         ("grad_norm/dense", True)]
+    expected = [(1, 0.5), (2, 1.0), (3, 1.5), (4, 2.0)]
+    read = read_run(str(tmp_path))["grad_norm/dense"]
+    assert [(p.step, p.plugin, p.value) for p in read] == [(s, "scalars", v) for s, v in expected]
+    assert read_run(str(tmp_path))["big"][0].value == float("inf")  # beyond float32: infinite, as a cast makes it
+    board = accumulator.EventAccumulator(str(tmp_path))
+    board.Reload()
+    assert "grad_norm/dense" in board.Tags()["tensors"]
+    assert board.SummaryMetadata("grad_norm/dense").plugin_data.plugin_name == "scalars"
+    assert [(e.step, float(tf.make_ndarray(e.tensor_proto))) for e in board.Tensors("grad_norm/dense")] == expected
+    steps, _, values = read_events(str(tmp_path)).scalars["grad_norm/dense"]
+    assert list(zip(steps.tolist(), values.tolist())) == expected
+
+
 def test_created_lazily(tmp_path):
     made = []
 

@@ -159,7 +159,7 @@ class FirewallContext(StepContext):
         if update.small:  # every weight passed, a gradient or not: an update ratio of 0 says it does not train
             copied = copy_before([v for v in update.variables if is_float(v)], self.record_flag)
             self.copies.append(copied)
-            return [copied.packed], None
+            return copied.tensors, None
         weights = [v for g, v in zip(update.gradients, update.variables) if g is not None and is_float(v)]
         if update.scale is None and not tf.executing_eagerly():
             return [], (weights, [tf.convert_to_tensor(tf_variable(v)) for v in weights])
@@ -181,6 +181,17 @@ class FirewallContext(StepContext):
             if copied.holds(variable):
                 return copied.value(variable)
         return self.transaction.before(variable)
+
+    def stacked_before(self, variables) -> tf.Tensor | None:
+        """The values of `variables` (of one shape) before the step's update as one stack `[k, ...]`, or `None`.
+
+        Where the step holds or copied them as rows of one stack: the stack
+        itself or one gather, not a slice per variable and a new stack.
+        """
+        for copied in self.copies:
+            if copied.holds(variables[0]):
+                return copied.stacked(variables)
+        return self.transaction.stacked_before(variables)
 
 
 def hold_state(model: keras.Model, context: StepContext, hold_bytes: int = HOLD_BYTES) -> None:
@@ -258,8 +269,17 @@ def gradient_rows(grads: list) -> tf.Tensor:
     [[25.0, 1.0, 3.0]]
     """
     reducer = stats.Reducer()
-    return tf.stack([stats.squared_norms(grads), tf.stack([reducer.zeros(g) for g in grads]),
-                     tf.cast(stats.sizes_of(grads), tf.float32)], axis=1)
+    groups = stats.stack_groups([(g.shape if isinstance(g, tf.Tensor) else None, g.dtype) for g in grads])
+
+    def stacked(group):  # a deep model's gradients of one shape: a few ops for all of them
+        stack = tf.stack([grads[i] for i in group])
+        return tf.stack([stats.row_squares(stack), stats.row_zeros(stack)], axis=1)
+
+    def alone(i):
+        return tf.stack([stats.squared_norm(grads[i]), reducer.zeros(grads[i])])
+
+    table = stats.grouped_rows(groups, stacked, alone)
+    return tf.concat([table, tf.cast(stats.sizes_of(grads), tf.float32)[:, None]], axis=1)
 
 
 __all__ = ["FirewallContext", "door_cond", "gradient_buckets", "gradient_rows", "gradient_table", "hold_state"]

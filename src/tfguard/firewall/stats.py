@@ -15,9 +15,12 @@ Example:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import keras
 import tensorflow as tf
+
+from tfguard.hooks.stacks import stack_groups
 
 # Outputs beyond these mean a pre-activation outside +-5 (DeepDiagnosis, ICSE 2022).
 SATURATION_PREACTIVATION = 5.0
@@ -57,8 +60,9 @@ def finite_or_zero(x: tf.Tensor) -> tf.Tensor:
 def dead_fractions(outputs: list[tf.Tensor]) -> tf.Tensor:
     """`[n]`: for each output, the fraction of units (last axis) that are <= 0 for every example and position.
 
-    Computed together: one max and one count per output, one division for
-    all of them.
+    One max per output (its peak per unit); the peaks of outputs of one
+    width are then counted together, one comparison and one count per
+    width, and one division for all of them.
 
     Example:
 
@@ -67,16 +71,26 @@ def dead_fractions(outputs: list[tf.Tensor]) -> tf.Tensor:
     [0.5, 0.667]
     """
     reducer = Reducer()
-    alive, units = [], []
+    peaks, units = [], []
     for output in outputs:
         x = as_float32(output)
         if x.shape.rank is None or x.shape.rank == 0:
             x = tf.reshape(x, [-1, tf.shape(x)[-1]] if x.shape.rank is None else [1, 1])
-        peak = reducer.max_but_last(x)
-        alive.append(reducer.sum(tf.cast(peak > reducer.zero, tf.float32)))
-        width = x.shape[-1]
-        units.append(tf.constant(float(width)) if width is not None else tf.cast(tf.shape(x)[-1], tf.float32))
-    return 1.0 - tf.stack(alive) / tf.maximum(tf.stack(units), 1.0)
+        peaks.append(reducer.max_but_last(x))
+        units.append(x.shape[-1] if x.shape[-1] is not None else tf.cast(tf.shape(x)[-1], tf.float32))
+
+    def alive_rows(group):
+        return row_sums(tf.cast(tf.stack([peaks[i] for i in group]) > reducer.zero, tf.float32))
+
+    def alive_alone(i):
+        return reducer.sum(tf.cast(peaks[i] > reducer.zero, tf.float32))
+
+    alive = grouped_rows(stack_groups([(p.shape, p.dtype) for p in peaks]), alive_rows, alive_alone)
+    if all(isinstance(u, int) for u in units):  # one constant for every width
+        widths = tf.constant([float(max(u, 1)) for u in units])
+    else:
+        widths = tf.maximum(tf.stack([tf.constant(float(u)) if isinstance(u, int) else u for u in units]), 1.0)
+    return 1.0 - alive / widths
 
 
 def saturated_fraction(outputs: tf.Tensor, kind: str) -> tf.Tensor:
@@ -94,10 +108,6 @@ def saturated_fraction(outputs: tf.Tensor, kind: str) -> tf.Tensor:
 def as_float32(t: tf.Tensor) -> tf.Tensor:
     """`t` in float32 (no op when it already is)."""
     return t if t.dtype == tf.float32 else tf.cast(t, tf.float32)
-
-
-GROUPED = 2**16
-"""Tensors of at most this many values are stacked with the others of their shape for one finiteness sum."""
 
 
 class Reducer:
@@ -129,19 +139,21 @@ class Reducer:
         weights cost a dozen ops, not one per tensor.
         """
         graph = tf.compat.v1.get_default_graph() if not tf.executing_eagerly() else None
-        parts, groups = [], {}
+        parts, fresh = [], []
         for t in tensors:
             known = self._sums.get(id(t))
             if known is not None and known[0] is t and graph is not None and known[1].graph is graph:
                 parts.append(known[1])
+            else:
+                fresh.append(t)
+        stackable = [(t.shape, t.dtype) if graph is not None and (t.shape.num_elements() or 0) > 0 else (None, t.dtype)
+                     for t in fresh]
+        for group in stack_groups(stackable):
+            if len(group) == 1:  # one Sum: a stack of one and its slice would be two more ops per tensor
+                parts.append(self.sum_of(fresh[group[0]]))
                 continue
-            size = t.shape.num_elements()
-            if size is not None and 0 < size <= GROUPED and graph is not None:
-                groups.setdefault((tuple(t.shape), t.dtype), []).append(t)
-            else:  # one Sum: a stack of one and its slice would be two more ops per tensor (every layer's output)
-                parts.append(self.sum_of(t))
-        for members in groups.values():
-            total = self.sum(as_float32(tf.stack(members)) if len(members) > 1 else as_float32(members[0]))
+            members = [fresh[i] for i in group]
+            total = self.sum(as_float32(tf.stack(members)))
             for t in members:
                 self._sums[id(t)] = (t, total)
             parts.append(total)
@@ -241,6 +253,51 @@ def gather_rows(taken: list[tuple[tf.Tensor, int]]) -> tf.Tensor:
     return out
 
 
+def grouped_rows(groups: list[list[int]], stacked: Callable[[list[int]], tf.Tensor],
+                 alone: Callable[[int], tf.Tensor]) -> tf.Tensor:
+    """`[n, ...]`: a row per tensor, in index order, each group of `hooks.stacks.stack_groups` computed together.
+
+    `stacked(group)` gives the rows `[k, ...]` of a group of two or more;
+    `alone(i)` the row `[...]` of a tensor computed by itself. The lone rows
+    are stacked into one table.
+
+    Example:
+
+    >>> grouped_rows([[0, 2], [1]], lambda g: tf.constant([[0.0], [2.0]]), lambda i: tf.constant([1.0])).numpy().ravel().tolist()
+    [0.0, 1.0, 2.0]
+    """
+    rows: dict[int, tuple] = {}
+    lone = [group[0] for group in groups if len(group) == 1]
+    for group in groups:
+        if len(group) > 1:
+            table = stacked(group)
+            rows.update({i: (table, row) for row, i in enumerate(group)})
+    if lone:
+        table = tf.stack([alone(i) for i in lone])
+        rows.update({i: (table, row) for row, i in enumerate(lone)})
+    return gather_rows([rows[i] for i in range(len(rows))])
+
+
+def row_sums(stack: tf.Tensor) -> tf.Tensor:
+    """`[k]`: the sum of each row of a stack `[k, ...]` (of its own dtype)."""
+    rank = stack.shape.rank
+    return stack if rank == 1 else tf.reduce_sum(stack, axis=list(range(1, rank)))
+
+
+def row_squares(stack: tf.Tensor) -> tf.Tensor:
+    """`[k]` float32: the squared norm of each row of a stack `[k, ...]`.
+
+    >>> row_squares(tf.constant([[3.0, 4.0], [1.0, 0.0]])).numpy().tolist()
+    [25.0, 1.0]
+    """
+    return row_sums(tf.square(as_float32(stack)))
+
+
+def row_zeros(stack: tf.Tensor) -> tf.Tensor:
+    """`[k]` float32: how many values of each row of a stack `[k, ...]` are exactly zero."""
+    return row_sums(tf.cast(tf.equal(stack, tf.zeros([], stack.dtype)), tf.float32))
+
+
 def sizes_of(tensors: list[tf.Tensor]) -> tf.Tensor:
     """The number of values of each tensor (int32 `[n]`): a constant when every shape is known."""
     static = [t.shape.num_elements() for t in tensors]
@@ -250,9 +307,9 @@ def sizes_of(tensors: list[tf.Tensor]) -> tf.Tensor:
                      for size, t in zip(static, tensors)])
 
 
-def squared_norms(tensors: list[tf.Tensor]) -> tf.Tensor:
-    """`[n]`: the sum of squares of each tensor, in float32 (one `L2Loss` op each)."""
-    return 2.0 * tf.stack([tf.nn.l2_loss(as_float32(t)) for t in tensors])
+def squared_norm(t) -> tf.Tensor:
+    """The sum of squares of `t`, in float32 (one `L2Loss` op: no temporary the size of `t`)."""
+    return 2.0 * tf.nn.l2_loss(as_float32(tf.convert_to_tensor(t)))
 
 
 def leading_examples(values: tf.Tensor, limit: int = ACTIVATION_SAMPLE) -> tf.Tensor:

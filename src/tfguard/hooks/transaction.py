@@ -37,6 +37,7 @@ import tensorflow as tf
 
 from tfguard.hooks import tf_compat
 from tfguard.hooks.branch import rare_cond
+from tfguard.hooks.stacks import stack_groups, take_rows
 
 
 def tf_variable(variable):
@@ -55,10 +56,6 @@ def is_float(variable) -> bool:
 def _sync_on_read(variable) -> bool:
     return (isinstance(variable, tf.distribute.DistributedValues)
             and getattr(variable, "synchronization", None) == tf.VariableSynchronization.ON_READ)
-
-
-PACKED_VALUES = 2**16
-"""Variables of at most this many values are held stacked with the others of their shape and dtype."""
 
 
 @dataclasses.dataclass
@@ -116,17 +113,15 @@ class Transaction:
             if id(tf_var) not in self._held:
                 fresh.setdefault(id(tf_var), (variable, tf_var))
         stackable = stack and not tf.executing_eagerly() and not tf.distribute.has_strategy()
-        groups: dict = {}
-        for variable, tf_var in fresh.values():
-            shape = tf.TensorShape(tf_var.shape)
-            if stackable and shape.is_fully_defined() and shape.num_elements() <= PACKED_VALUES:
-                groups.setdefault((tuple(shape), tf_var.dtype), []).append((variable, tf_var))
+        members = list(fresh.values())
         made = {}
-        for members in groups.values():
-            if len(members) > 1:  # one stack: a copy, made before the step writes
-                packed = tf.stack([tf.convert_to_tensor(tf_var) for _, tf_var in members])
-                for row, (variable, tf_var) in enumerate(members):
-                    made[id(tf_var)] = Held(variable, tf_var, packed, checked and is_float(variable), row)
+        if stackable:
+            for group in stack_groups([(tf_var.shape, tf_var.dtype) for _, tf_var in members]):
+                if len(group) > 1:  # one stack: a copy, made before the step writes
+                    packed = tf.stack([tf.convert_to_tensor(members[i][1]) for i in group])
+                    for row, i in enumerate(group):
+                        variable, tf_var = members[i]
+                        made[id(tf_var)] = Held(variable, tf_var, packed, checked and is_float(variable), row)
         for key, (variable, tf_var) in fresh.items():
             if key not in made:  # one read: TensorFlow copies the buffer only if the step then writes it in place
                 made[key] = Held(variable, tf_var, tf.convert_to_tensor(tf_var), checked and is_float(variable))
@@ -140,6 +135,16 @@ class Transaction:
         """The held value of `variable` before the step, or `None` if not held."""
         held = self._held.get(id(tf_variable(variable)))
         return held.before if held is not None else None
+
+    def stacked_before(self, variables) -> tf.Tensor | None:
+        """The values before the step of `variables` as one stack `[k, ...]`, if they were held in one; else `None`.
+
+        The stack itself, or one gather of its rows: no slice and restack per variable.
+        """
+        held = [self._held.get(id(tf_variable(v))) for v in variables]
+        if not held or any(h is None or h.row is None or h.value is not held[0].value for h in held):
+            return None
+        return take_rows(held[0].value, [h.row for h in held])
 
     def checked(self) -> list[Held]:
         """The held float variables whose value after the step must be finite."""

@@ -8,10 +8,11 @@ MLP that was most of the extra time of a step that records nothing.
 
 So a step that does not restore (listeners, no guard) takes a copy at the
 optimizer's door inside one functional `If` on the record flag: on a
-recording step, every weight of the update flattened into one float32
-vector (the reads die inside the branch, before the write); on the others,
-an empty vector, and nothing is read or held. The recording branch at the
-step's end slices each weight back out (`Copied.value`). Only for an update
+recording step, the small weights of one shape as one float32 stack
+(`hooks.stacks`), the others flattened into one float32 vector (the reads
+die inside the branch, before the write); on the others, empty tensors,
+and nothing is read or held. The recording branch at the step's end takes
+a stack whole (`Copied.stacked`) or a weight back out (`Copied.value`). Only for an update
 of at most `GuardConfig.hold_bytes` of state: a large one takes its weight
 table right after its write instead (`dry_run.weight_table_across`).
 
@@ -32,33 +33,61 @@ import dataclasses
 import tensorflow as tf
 
 from tfguard.hooks.branch import rare_cond
+from tfguard.hooks.stacks import stack_groups, take_rows
 from tfguard.hooks.transaction import tf_variable
 
 
 @dataclasses.dataclass(frozen=True)
 class Copied:
-    """Weights copied before an update: one float32 vector, and where each weight lies in it.
+    """Weights copied before an update: stacks of the small ones of one shape, and one vector of the others.
 
     Args:
-        packed: every weight flattened, one after the other (empty on steps that do not record).
+        packed: every weight that is not stacked, flattened, one after the
+            other (empty on steps that do not record).
         places: tf variable id -> `(start, shape)` in `packed`.
+        stacks: float32 `[k, ...]`, the weights of one shape (empty on steps that do not record).
+        rows: tf variable id -> `(stack index, row)`.
     """
 
     packed: tf.Tensor
     places: dict
+    stacks: tuple = ()
+    rows: dict = dataclasses.field(default_factory=dict)
+
+    @property
+    def tensors(self) -> list[tf.Tensor]:
+        """Every tensor the copy made (what the update waits for)."""
+        return [self.packed, *self.stacks]
 
     def holds(self, variable) -> bool:
         """Whether `variable` was copied."""
-        return id(tf_variable(variable)) in self.places
+        key = id(tf_variable(variable))
+        return key in self.places or key in self.rows
 
     def value(self, variable) -> tf.Tensor:
         """`variable` as it was before the update, in float32: only in a branch that runs on recording steps."""
-        start, shape = self.places[id(tf_variable(variable))]
+        key = id(tf_variable(variable))
+        if key in self.rows:
+            stack, row = self.rows[key]
+            return self.stacks[stack][row]
+        start, shape = self.places[key]
         return tf.reshape(self.packed[start:start + shape.num_elements()], shape)
+
+    def stacked(self, variables) -> tf.Tensor | None:
+        """The copies of `variables` as one stack `[k, ...]` if they are rows of one stack (else `None`)."""
+        taken = [self.rows.get(id(tf_variable(v))) for v in variables]
+        if not taken or any(t is None or t[0] != taken[0][0] for t in taken):
+            return None
+        index = taken[0][0]
+        size = sum(1 for stack, _ in self.rows.values() if stack == index)
+        return take_rows(self.stacks[index], [row for _, row in taken], size)
 
 
 def copy_before(variables, record_flag) -> Copied:
-    """Copies `variables` (float, of known shape) into one vector when `record_flag` holds, else nothing.
+    """Copies `variables` (float, of known shape) when `record_flag` holds, else nothing.
+
+    The small ones of one shape are stacked (`hooks.stacks`), the others
+    flattened into one vector.
 
     Args:
         variables: Keras or TensorFlow variables, read now (before the update writes them).
@@ -67,22 +96,36 @@ def copy_before(variables, record_flag) -> Copied:
     Returns:
         The `Copied` weights (variables of unknown shape are left out).
     """
-    places, start, known = {}, 0, []
+    known, seen = [], set()
     for variable in variables:
         tf_var = tf_variable(variable)
+        if tf.TensorShape(tf_var.shape).is_fully_defined() and id(tf_var) not in seen:
+            seen.add(id(tf_var))
+            known.append(tf_var)
+    groups = stack_groups([(v.shape, v.dtype) for v in known])
+    stacked = [[known[i] for i in group] for group in groups if len(group) > 1]
+    lone = [known[group[0]] for group in groups if len(group) == 1]
+    places, start = {}, 0
+    for tf_var in lone:
         shape = tf.TensorShape(tf_var.shape)
-        if not shape.is_fully_defined() or id(tf_var) in places:
-            continue
         places[id(tf_var)] = (start, shape)
         start += shape.num_elements()
-        known.append(tf_var)
+    rows = {id(v): (index, row) for index, members in enumerate(stacked) for row, v in enumerate(members)}
+
+    def read(v):
+        return tf.cast(tf.convert_to_tensor(v), tf.float32)
 
     def copy():
-        return tf.concat([tf.reshape(tf.cast(tf.convert_to_tensor(v), tf.float32), [-1]) for v in known]
-                         + [tf.zeros([0])], axis=0)  # a concat of two or more: always a copy
+        packed = tf.concat([tf.reshape(read(v), [-1]) for v in lone] + [tf.zeros([0])], axis=0)  # two or more: a copy
+        return [packed, *[tf.stack([read(v) for v in members]) for members in stacked]]
 
-    packed = rare_cond(tf.convert_to_tensor(record_flag), copy, lambda: tf.zeros([0])) if known else tf.zeros([0])
-    return Copied(packed, places)
+    def nothing():
+        return [tf.zeros([0]), *[tf.zeros([0, *members[0].shape]) for members in stacked]]
+
+    if not known:
+        return Copied(tf.zeros([0]), {})
+    made = rare_cond(tf.convert_to_tensor(record_flag), copy, nothing)
+    return Copied(made[0], places, tuple(made[1:]), rows)
 
 
 __all__ = ["Copied", "copy_before"]

@@ -75,7 +75,7 @@ class StepListener:
         self._first_batch_values()
         self._step = step = record.step
         step_values = runinfo.step_values(record, getattr(self.model, "optimizer", None))
-        values = [scalar_value(tag, value) for tag, value in step_values.items()]
+        values: list = list(step_values.items())  # (tag, number): written in place (`RunWriter.write`)
         if record.scalars and record.moved:
             values.extend(self._speed.scalars(step))
         values.extend(histogram_value(tag, buckets) for tag, buckets in record.histograms.items())

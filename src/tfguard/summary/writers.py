@@ -9,6 +9,10 @@ flushed before `max_queue` events or `flush_millis` (or an explicit flush:
 every epoch end, the end of training, a signal). The values carry
 the same plugin metadata `tf.summary.scalar/histogram/text` write, so
 TensorBoard, `tfguard.events` and any other reader see ordinary summaries.
+A scalar given as a `(tag, number)` pair is written into the step's proto
+in place, and carries its metadata the first time its event file holds its
+tag: readers take a series' kind from its first value with metadata, and a
+deep model's thousand scalars a step cost a third of the time and bytes.
 
 A log directory that is read-only or full must not cost a training run:
 every write is guarded. On the first failure the writer warns once
@@ -27,8 +31,10 @@ True
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
+import struct
 import time
 import warnings
 from collections.abc import Callable, Iterable
@@ -55,6 +61,7 @@ _SCALAR_METADATA = scalar_metadata.create_summary_metadata(display_name=None, de
 _HISTOGRAM_METADATA = histogram_metadata.create_summary_metadata(display_name=None, description=None)
 _TEXT_METADATA = text_metadata.create_summary_metadata(display_name=None, description=None)
 _SCALAR_SHAPE = tensor_shape_pb2.TensorShapeProto()
+_FLOAT32 = struct.Struct("<f")
 
 _REASON_NOISE = re.compile(r"\{\{function_node [^}]*\}\}")
 
@@ -64,6 +71,19 @@ WRITE_ERRORS = (tf.errors.OpError, OSError)
 
 class SummaryWarning(UserWarning):
     """Logging stopped (read-only or full log directory); training goes on."""
+
+
+def float32_bytes(number) -> bytes:
+    """`number` as a float32's 4 bytes (little-endian): beyond float32's range it is an infinity, as a cast makes it.
+
+    >>> float32_bytes(1e300) == float32_bytes(float("inf")), len(float32_bytes(0.5))
+    (True, 4)
+    """
+    number = float(number)
+    try:
+        return _FLOAT32.pack(number)
+    except OverflowError:
+        return _FLOAT32.pack(math.copysign(math.inf, number))
 
 
 def scalar_value(tag: str, value) -> summary_pb2.Summary.Value:
@@ -170,6 +190,7 @@ class RunWriter:
         self.path: str | None = None
         self.failed: BaseException | None = None
         self._writer = None
+        self._described: set[str] = set()  # scalar tags whose metadata the open event file holds
 
     # -- life cycle --------------------------------------------------------------
     @property
@@ -192,6 +213,7 @@ class RunWriter:
                 flush_millis=self.flush_millis,
                 filename_suffix=self.filename_suffix,
             )
+            self._described = set()  # a new event file
         except WRITE_ERRORS as error:
             self.report_failure(error, "create the event file")
             return False
@@ -218,8 +240,8 @@ class RunWriter:
                 self.report_failure(error, "close")
 
     # -- writing -----------------------------------------------------------------
-    def write(self, step: int, values: Iterable[summary_pb2.Summary.Value]) -> bool:
-        """Writes summary values as one event at `step`.
+    def write(self, step: int, values: Iterable) -> bool:
+        """Writes summary values (`Summary.Value`s, or `(tag, number)` scalars) as one event at `step`.
 
         Returns:
             `True` if written (buffered), `False` when logging stopped.
@@ -227,10 +249,29 @@ class RunWriter:
         Raises:
             SummaryWriteError: on a failed write with `strict=True`.
         """
-        summary = summary_pb2.Summary(value=list(values))
-        if not summary.value:
+        values = list(values)
+        if not values:
             return True
+        if not self._open():
+            return False
+        summary = summary_pb2.Summary()
+        for value in values:
+            if isinstance(value, tuple):
+                self._add_scalar(summary, *value)
+            else:
+                summary.value.append(value)
         return self.write_summary(step, summary)
+
+    def _add_scalar(self, summary: summary_pb2.Summary, tag: str, number) -> None:
+        """A scalar as `tf.summary.scalar` writes it, in place; its metadata only where the file first holds `tag`."""
+        value = summary.value.add(tag=tag)
+        tensor = value.tensor
+        tensor.dtype = types_pb2.DT_FLOAT
+        tensor.tensor_shape.SetInParent()
+        tensor.tensor_content = float32_bytes(number)
+        if tag not in self._described:
+            self._described.add(tag)
+            value.metadata.CopyFrom(_SCALAR_METADATA)
 
     def write_summary(self, step: int, summary: summary_pb2.Summary) -> bool:
         """Writes one `Summary` proto at `step` (see `write`)."""
