@@ -168,3 +168,10 @@ def test_disk_full_strict_stops_cleanly(tmp_path):
     assert result.returncode == 3, result.stdout + result.stderr[-2000:]
     assert result.stdout.startswith("stopped SummaryWriteError: Could not")
     assert "strict=True" in result.stdout
+
+
+def test_a_histogram_value_is_encoded_as_tensorboards_make_tensor_proto_encodes_it():
+    from tensorboard.util import tensor_util
+
+    buckets = np.random.default_rng(2).random((30, 3))
+    assert histogram_value("hist/x", buckets).tensor == tensor_util.make_tensor_proto(buckets)

@@ -53,7 +53,7 @@ import tensorflow as tf
 from tfguard import tags
 from tfguard.distribute import keras_20585
 from tfguard.firewall.config import HOLD_BYTES
-from tfguard.firewall.histograms import host_histograms
+from tfguard.firewall.histograms import HostHistograms
 from tfguard.firewall.probes import NO_RATIO
 from tfguard.firewall.record import StepRecord, freeze
 from tfguard.firewall.step import HISTOGRAMS, LOGS_KEY, OUTPUT_KEY, RECORDING, step_after
@@ -126,6 +126,7 @@ class Host:
         self.called = 0.0  # time.time() when the last step was called
         self.batch_listeners: list = []
         self.large: bool | None = None  # the model's state exceeds HOLD_BYTES (`key`)
+        self.host_histograms = HostHistograms()  # weights bucketed after a histogram step
 
     def function(self, kinds: frozenset):
         """The train function of the trace for `kinds` (built on first use).
@@ -330,7 +331,7 @@ class Host:
             stacked = np.asarray(extra["histograms"], np.float64)
             histograms = dict(zip(plan.histogram_keys, stacked))
         if HISTOGRAMS in kinds and plan.host_histograms:
-            histograms.update(host_histograms(plan.host_histograms))
+            histograms.update(self.host_histograms(plan.host_histograms))
         scalars, histograms = _meaningful(scalars, histograms, moved, plan.loss_scaled)
         record = StepRecord(
             step=step, batch=position[0], epoch=position[1], moved=moved,

@@ -127,7 +127,7 @@ def build(model: keras.Model, context: FirewallContext, records: list, x, y, wan
     A value is a `Sample` (an activation), a gradient's row of the table
     the optimizer's door bucketed (`Bucketed`) or a gradient the door did
     not see; `histograms.histograms_when` buckets them in the step, the
-    host the weights after it (`histograms.host_histograms`).
+    host the weights after it (`histograms.HostHistograms`).
     """
     groups: list[Group] = []
     hists: dict = {}
