@@ -46,6 +46,7 @@ from tfguard.firewall.histograms import HIST_BUCKETS, Bucketed, histograms_of
 from tfguard.hooks import dry_run, keras_compat
 from tfguard.hooks.branch import rare_cond
 from tfguard.hooks.context import StepContext, Update
+from tfguard.hooks.stacks import stack_groups
 from tfguard.hooks.transaction import is_float, tf_variable
 from tfguard.hooks.weights_before import Copied, copy_before
 
@@ -269,7 +270,7 @@ def gradient_rows(grads: list) -> tf.Tensor:
     [[25.0, 1.0, 3.0]]
     """
     reducer = stats.Reducer()
-    groups = stats.stack_groups([(g.shape if isinstance(g, tf.Tensor) else None, g.dtype) for g in grads])
+    groups = stack_groups([(g.shape if isinstance(g, tf.Tensor) else None, g.dtype) for g in grads])
 
     def stacked(group):  # a deep model's gradients of one shape: a few ops for all of them
         stack = tf.stack([grads[i] for i in group])
