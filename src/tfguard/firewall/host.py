@@ -243,30 +243,20 @@ class Host:
     def key(self, kinds: frozenset) -> frozenset:
         """The trace a step that records `kinds` runs: the plain one, or the recording one.
 
-        A model that is listened to has one trace, the recording one, for
-        every step: its signals are computed only when the host's flags say
-        so, each kind in a functional `If` that costs one op on a step that
-        records nothing (a 200-layer MLP's idle recording step runs 4,433
-        ops, its plain step 4,473, under the profiler). A second, plain trace
-        would cost a trace, a compile and their memory for nothing (the
-        200-layer MLP's first `fit`: 1.67x plain's with two traces, 0.73x
-        with one). Under a `tf.distribute` strategy the branches are lowered
-        (a `Switch` per tensor they take, on every step), so an unguarded
-        model there that is small enough to hold runs the plain trace on the
-        steps that record nothing. A model that is not listened to runs the
-        plain trace.
+        A guarded model's step holds every variable's value anyway, so a
+        model that is guarded and listened to has one trace, the recording
+        one, for every step: its signals are computed only when the host's
+        flags say so. So does a large model listened to without a guard
+        (weights and optimizer state above `HOLD_BYTES`): its step dwarfs
+        the idle branches of the recording trace, and a second trace would
+        cost its own compile memory and time (ResNet50: ~0.3 GB, the first
+        `fit`'s longest part). Otherwise a step that records nothing runs
+        the plain trace, which holds no signal op.
         """
         inst = self.inst
-        if kinds:
-            return RECORDING
-        if inst.bus.wants_signals and (inst.guard is not None or not self._distributed() or self._large()):
+        if kinds or (inst.bus.wants_signals and (inst.guard is not None or self._large())):
             return RECORDING
         return frozenset()
-
-    def _distributed(self) -> bool:
-        """Whether the model runs under a `tf.distribute` strategy of its own (not TensorFlow's default)."""
-        strategy = self.inst.model.distribute_strategy  # outside any scope, TensorFlow's default is the current one
-        return tf.distribute.has_strategy() or strategy is not tf.distribute.get_strategy()
 
     def _large(self) -> bool:
         """Whether the model's weights and (built) optimizer state exceed `HOLD_BYTES` (kept once the optimizers are built)."""
