@@ -255,8 +255,8 @@ class Host:
         (2026-12-05, 200-layer MLP, idle steps, one thread): the recording
         trace on every step made the first `fit` 0.80x plain's (two traces:
         1.15x) but each idle step 1.16x (two traces: 1.03x), though under
-        the profiler it runs the plain step's ops: its idle branches are
-        function calls, each with its own frame.
+        the profiler it runs the plain step's ops (why is not known yet; not
+        the inputs its branches take).
         """
         inst = self.inst
         if kinds or (inst.bus.wants_signals and (inst.guard is not None or self._large())):
