@@ -90,12 +90,19 @@ def scalar_value(tag: str, value) -> summary_pb2.Summary.Value:
 
     Example:
 
-    >>> scalar_value("train/loss", 0.25).tensor.float_val
-    [0.25]
+    >>> scalar_value("train/loss", 0.25).tensor.tensor_content == float32_bytes(0.25)
+    True
     """
-    tensor = tensor_pb2.TensorProto(dtype=types_pb2.DT_FLOAT, tensor_shape=_SCALAR_SHAPE)
-    tensor.float_val.append(float(value))
-    return summary_pb2.Summary.Value(tag=tag, tensor=tensor, metadata=_SCALAR_METADATA)
+    summary_value = summary_pb2.Summary.Value(tag=tag, metadata=_SCALAR_METADATA)
+    _fill_scalar(summary_value.tensor, value)
+    return summary_value
+
+
+def _fill_scalar(tensor: tensor_pb2.TensorProto, number) -> None:
+    """Makes `tensor` the float32 scalar `number`, encoded as TensorFlow's writer encodes it (`tensor_content`)."""
+    tensor.dtype = types_pb2.DT_FLOAT
+    tensor.tensor_shape.SetInParent()
+    tensor.tensor_content = float32_bytes(number)
 
 
 def histogram_value(tag: str, buckets) -> summary_pb2.Summary.Value:
@@ -266,10 +273,7 @@ class RunWriter:
     def _add_scalar(self, summary: summary_pb2.Summary, tag: str, number) -> None:
         """A scalar as `tf.summary.scalar` writes it, in place; its metadata only where the file first holds `tag`."""
         value = summary.value.add(tag=tag)
-        tensor = value.tensor
-        tensor.dtype = types_pb2.DT_FLOAT
-        tensor.tensor_shape.SetInParent()
-        tensor.tensor_content = float32_bytes(number)
+        _fill_scalar(value.tensor, number)
         if tag not in self._described:
             self._described.add(tag)
             value.metadata.CopyFrom(_SCALAR_METADATA)
