@@ -5,7 +5,10 @@ one process: plain `fit`; plain `fit` again on a second instance (what two
 identical contenders differ by here: the noise floor of every ratio);
 `tfguard.guard(policy="skip")`;
 `guard(forward="layers")`; `tfguard.Logger()` defaults (scalars every 10
-steps, histograms every 100). Models (`scale_models.py`): the 100- and
+steps, histograms every 100), whose idle steps run its recording trace
+until they have spent that trace's first call (rent or buy, `Host.key`:
+a run of this length never buys); and the same Logger once the plain
+trace is bought, as in a long run. Models (`scale_models.py`): the 100- and
 200-layer MLP (Dense(32), a BatchNormalization after every fourth) and
 ResNet50 on 64x64x3.
 
@@ -59,13 +62,19 @@ def op_count(model: keras.Model, spec, recording: bool = False) -> int:
     return ops
 
 
+def _buy_now(model: keras.Model) -> None:
+    """The model's next idle step traces the plain step: where a long run's rent ends."""
+    instrumentation_of(model)._host.rent_before_buying = 0.0
+
+
 class Contender:
-    def __init__(self, name: str, build, attach=None, callbacks=None):
+    def __init__(self, name: str, build, attach=None, callbacks=None, after_first=None):
         self.name = name
         self.model = build()
         if attach is not None:
             attach(self.model)
         self.callbacks = callbacks or (lambda: [])
+        self.after_first = after_first
         self.times: list[float] = []
         self.cpu_times: list[float] = []
         self.first = 0.0
@@ -88,6 +97,8 @@ def measure(model_name: str, rounds: int, steps: int, first_steps: int) -> None:
         Contender("guard(forward='layers')", build,
                   lambda m: tfguard.guard(m, policy="skip", forward="layers", quarantine_dir=None)),
         Contender("Logger()", build, callbacks=lambda: [tfguard.Logger(logdir)]),
+        Contender("Logger(), the plain trace bought (a long run)", build, callbacks=lambda: [tfguard.Logger(logdir)],
+                  after_first=_buy_now),
     ]
     model = contenders[0].model
     shape = tuple(model.inputs[0].shape[1:])
@@ -99,6 +110,8 @@ def measure(model_name: str, rounds: int, steps: int, first_steps: int) -> None:
     print(f"\n{model_name}: {model.count_params() / 1e6:.2f} M params, {layers} layers, batch {batch}", flush=True)
     for c in contenders:
         c.first, _ = c.fit(data, first_steps)
+        if c.after_first is not None:
+            c.after_first(c.model)
     for _ in range(rounds):
         for c in contenders:
             wall, cpu = c.fit(data, steps)

@@ -71,7 +71,10 @@ def test_signals_arrive_on_the_recording_steps_only():
     assert scalar_steps == [1, 4, 7, 10] and hist_steps == [1, 5, 9]
 
 
-def test_the_plain_step_holds_no_signal_op_and_the_recording_step_is_traced_once():
+def test_the_plain_step_holds_no_signal_op_and_the_recording_step_is_traced_once(monkeypatch):
+    from tfguard.firewall.host import Host
+
+    monkeypatch.setattr(Host, "rent_before_buying", 0.0)  # the plain trace is worth tracing at once
     x, y = _data()
     model = tiny_cnn()
     inst, _ = _listen(model, scalars_every=5, histograms_every=5, weights=True,
@@ -85,6 +88,51 @@ def test_the_plain_step_holds_no_signal_op_and_the_recording_step_is_traced_once
     # weights after the update are the host's to bucket, outside the graph
     assert not any(k.startswith("hist/weights/") for k in plans[BOTH].histogram_keys)
     assert {tag for tag, _ in plans[BOTH].host_histograms} == {tags.hist_weights(v.path) for v in model.weights}
+
+
+def _traces_run(inst):
+    """The trace each step of the model's host ran, in order ('recording' or 'plain')."""
+    host = inst._host
+    runs = []
+    call = host._call
+
+    def spy(kinds, argument):
+        runs.append("recording" if host.key(kinds) else "plain")
+        return call(kinds, argument)
+
+    host._call = spy
+    return runs
+
+
+def test_a_short_fit_of_a_listened_to_model_runs_its_idle_steps_on_the_recording_trace():
+    # Rent or buy: twelve idle steps cost far less than a second trace and compile.
+    x, y = _data()
+    model = tiny_cnn()
+    inst, seen = _listen(model, scalars_every=5)
+    model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)  # 12 steps, 3 of them record
+    assert set(inst.plans) == {BOTH}
+    assert inst._host.calls == {BOTH: 12}
+    assert [step for step, _ in seen] == [1, 6, 11]  # idle steps record nothing
+
+
+def test_a_listened_to_model_traces_the_plain_step_once_its_idle_steps_spent_the_traces_price(monkeypatch):
+    from tfguard.firewall.host import Host
+
+    x, y = _data()
+    model = tiny_cnn()
+    inst, seen = _listen(model, scalars_every=5)
+    model.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)  # makes the host
+    runs = _traces_run(inst)
+    monkeypatch.setattr(Host, "rent_before_buying", 1e-12)  # the price: one idle step's rent
+    inst._retrace()
+    model.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)  # steps 6-11: 10 records
+    assert runs == ["recording", "recording", "plain", "plain", "recording", "plain"]
+    assert set(inst.plans) == {BOTH, frozenset()}
+    assert [step for step, _ in seen] == [1, 6, 11]
+    # a model that is not listened to any more runs the plain trace it bought
+    inst.unsubscribe(inst.bus.subscriptions[0].listener)
+    model.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+    assert runs[6:] == ["plain"] * 6
 
 
 def test_a_guarded_model_that_is_listened_to_has_one_trace_and_records_on_its_steps_only():

@@ -116,11 +116,17 @@ class Host:
     measure_input_wait = True
     """Recording steps measure how long they waited for their batch (`benchmarks/input_wait.py` turns it off to price it)."""
 
+    rent_before_buying = 1.0
+    """How many times the recording trace's first call (its trace and compile) a listened-to model's idle steps
+    spend on that trace before the plain trace is traced for them (`Host.key`)."""
+
     def __init__(self, inst, make):
         self.inst = inst
         self.make = make
         self.functions: dict[frozenset, object] = {}
         self.calls: dict[frozenset, int] = {}
+        self.first_calls: dict[frozenset, float] = {}  # seconds of each trace's first call since it was made
+        self.rent = 0.0  # seconds of idle steps run on the recording trace before the plain one is traced
         self.built = False
         self.last_logs: dict | None = None
         self.called = 0.0  # time.time() when the last step was called
@@ -140,6 +146,12 @@ class Host:
             timed = self.inst.in_graph_batch and not model.run_eagerly
             function = self.functions[kinds] = timed_train_function(model, OUTPUT_KEY) if timed else self.make()
         return function
+
+    def forget(self) -> None:
+        """Drops every trace: each is traced again on its next use (and an idle step rents again)."""
+        self.functions.clear()
+        self.first_calls.clear()
+        self.rent = 0.0
 
     def train_function(self):
         """The function to install as `model.train_function`."""
@@ -251,17 +263,33 @@ class Host:
         the idle branches of the recording trace, and a second trace would
         cost its own compile memory and time (ResNet50: ~0.3 GB, the first
         `fit`'s longest part). Otherwise a step that records nothing runs
-        the plain trace, which holds no signal op. Tried and measured
-        (2026-12-05, 200-layer MLP, idle steps, one thread): the recording
-        trace on every step made the first `fit` 0.80x plain's (two traces:
-        1.15x) but each idle step 1.16x (two traces: 1.03x), though under
-        the profiler it runs the plain step's ops (why is not known yet; not
-        the inputs its branches take).
+        the plain trace, which holds no signal op, once it is worth tracing
+        (`_renting`).
         """
         inst = self.inst
-        if kinds or (inst.bus.wants_signals and (inst.guard is not None or self._large())):
+        if kinds or (inst.bus.wants_signals and (inst.guard is not None or self._large() or self._renting())):
             return RECORDING
         return frozenset()
+
+    def _renting(self) -> bool:
+        """Whether an idle step of a listened-to model runs the recording trace rather than trace the plain one.
+
+        Rent or buy. The plain trace costs a trace and compile once (the
+        200-layer MLP: as long as ~1,000 of its steps); the recording trace,
+        run with its flags off, costs a little on each idle step (measured
+        2026-12-05, 200-layer MLP, one thread: 1.16x plain's, against 1.03x
+        on the plain trace, though under the profiler it runs the plain
+        step's ops). So idle steps run the recording trace (traced first if
+        none is) until they have spent `rent_before_buying` times its first
+        call, then the plain trace is traced once and runs every idle step:
+        a short `fit` pays one trace, a long one at most its price again in
+        rent. Counting the idle steps' whole time as rent buys early. One
+        replica only: under a strategy every worker must pick the same trace.
+        """
+        if not self.inst.in_graph_batch or frozenset() in self.first_calls:
+            return False
+        price = self.first_calls.get(RECORDING)
+        return price is None or self.rent < self.rent_before_buying * price
 
     def _large(self) -> bool:
         """Whether the model's weights and (built) optimizer state exceed `HOLD_BYTES` (kept once the optimizers are built)."""
@@ -282,11 +310,17 @@ class Host:
         function = self.function(key)
         self.calls[key] = self.calls.get(key, 0) + 1
         inst.tracing_kinds = key
+        began = time.perf_counter()
         try:
             self.called = time.time()
             logs = function(argument)
         finally:
             inst.tracing_kinds = frozenset()
+        spent = time.perf_counter() - began
+        if key not in self.first_calls:
+            self.first_calls[key] = spent
+        elif key and not kinds:
+            self.rent += spent
         inst.plan = inst.plans.get(key, inst.plan)
         return logs
 

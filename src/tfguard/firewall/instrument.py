@@ -189,7 +189,7 @@ class Instrumentation(Counters):
         """Drops every trace: each is traced again on its next use (the host loop stays installed)."""
         self.plans = {}
         if self._host is not None:
-            self._host.functions.clear()
+            self._host.forget()
 
     def set_plan(self, plan) -> None:
         """Called by the step at trace time: the outputs of that trace."""
