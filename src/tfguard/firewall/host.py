@@ -7,7 +7,8 @@ For each step the host:
    (`Host.key`: a guarded model that is listened to has one trace, whose
    signals run when the host's flags say; otherwise a recording step runs
    the recording trace and every other step the plain one, which holds no
-   signal op);
+   signal op, once the idle steps have spent a trace's price on the
+   recording trace: rent or buy);
 2. counts the batch (batches seen, and epoch and batch in the epoch, from a
    small callback the guarded `fit` carries), so a bad batch is named by
    where it sat, not by the optimizer's iterations, which do not move on a
