@@ -31,8 +31,9 @@ Everything step-level comes from the model's instrumentation
 (`tfguard.instrument`): the signals, weight norms and update ratios are
 computed once, in the graph, by the recording trace of the step, in
 branches that run on the recording steps only (a model that is not guarded
-runs a graph with no signal op on the other steps; a guarded model, whose
-step holds every value anyway, has the one trace); a guarded model shares
+runs a graph with no signal op on the other steps, once they have run long
+enough to be worth its trace; a guarded model, whose step holds every value
+anyway, has the one trace); a guarded model shares
 the very same step. The callback has no batch hook:
 Keras calls it at the epoch ends, and the step calls it on recording steps.
 A step records when the optimizer's `iterations` before it is a multiple of
