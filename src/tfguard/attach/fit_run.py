@@ -46,7 +46,7 @@ from tfguard.diagnose import Diagnosis, LiveDiagnosis, diagnose
 from tfguard.errors import TfguardError
 from tfguard.findings_table import finding_line
 from tfguard.firewall import instrument, instrumentation_of
-from tfguard.firewall.host import EpochTracker
+from tfguard.firewall.instrument import EpochTracker
 from tfguard.lint.dataset import lint_dataset
 from tfguard.lint.failure import failure_record
 from tfguard.summary import Logger

@@ -43,11 +43,8 @@ Example:
 from __future__ import annotations
 
 import contextlib
-import functools
-import inspect
 import time
 
-import keras
 import numpy as np
 import tensorflow as tf
 
@@ -60,49 +57,6 @@ from tfguard.firewall.record import StepRecord, freeze
 from tfguard.firewall.step import HISTOGRAMS, LOGS_KEY, OUTPUT_KEY, RECORDING, step_after
 from tfguard.hooks import dry_run, keras_compat, marks
 from tfguard.hooks.train_function import BATCH_TIMES, timed_train_function
-
-
-class EpochTracker(keras.callbacks.Callback):
-    """Tells the host which epoch of `fit` runs (no batch hook: Keras keeps dispatching fast)."""
-
-    def __init__(self, inst):
-        super().__init__()
-        self.inst = inst
-        self._first_epoch = True
-
-    def on_train_begin(self, logs=None):
-        self._first_epoch = True
-
-    def on_epoch_begin(self, epoch, logs=None):
-        if self._first_epoch:  # a resumed fit (BackupAndRestore, initial_epoch) goes on counting
-            self._first_epoch = False
-            self.inst.continue_from(int(epoch), (self.params or {}).get("steps"))
-        self.inst.begin_epoch(int(epoch))
-
-    def on_train_end(self, logs=None):
-        self.inst.end_fit()
-
-
-def wrap_fit(model: keras.Model, inst):
-    """A `fit` for this model that carries an `EpochTracker` (and calls the class's `fit`)."""
-    signature = inspect.signature(type(model).fit)
-
-    @functools.wraps(type(model).fit)
-    def fit(*args, **kwargs):
-        method = type(model).fit
-        try:
-            bound = signature.bind(model, *args, **kwargs)
-        except TypeError:  # a wrong call: let Keras say what is wrong
-            return method(model, *args, **kwargs)
-        callbacks = bound.arguments.get("callbacks")
-        if not isinstance(callbacks, keras.callbacks.CallbackList):
-            listed = list(callbacks or [])
-            if not any(isinstance(c, EpochTracker) for c in listed):
-                bound.arguments["callbacks"] = [EpochTracker(inst), *listed]
-        inst.begin_fit()
-        return method(*bound.args, **bound.kwargs)
-
-    return marks.mark(fit)
 
 
 class Host:
@@ -445,4 +399,4 @@ def _numbers(logs) -> dict:
     return out
 
 
-__all__ = ["EpochTracker", "Host", "wrap_fit"]
+__all__ = ["Host"]

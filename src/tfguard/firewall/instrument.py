@@ -3,7 +3,8 @@
 An `Instrumentation` wraps the model's own `train_step` (Keras's or the
 model's override) in the guarded step (`tfguard.firewall.step`), wraps the
 train function Keras builds in the host loop (`tfguard.firewall.host`), and
-gives `fit` a small callback that tells the host the epoch. It holds the
+gives `fit` a small callback that tells it the epoch (`wrap_fit`,
+`EpochTracker`). It holds the
 firewall's settings (`set_guard`), the listeners' subscriptions (`bus`),
 the violations seen (`events`) and the counters. With no guard and no
 subscription, the step is the model's own: nothing is computed.
@@ -26,6 +27,8 @@ Example:
 
 from __future__ import annotations
 
+import functools
+import inspect
 import warnings
 import weakref
 from collections.abc import Callable
@@ -37,11 +40,11 @@ from tfguard.distribute.keras_20585 import enable_multi_worker
 from tfguard.distribute.lost_worker import COMPLETED_STEP
 from tfguard.firewall import probes
 from tfguard.firewall.config import GuardConfig, infer_contract
-from tfguard.firewall.host import Host, wrap_fit
+from tfguard.firewall.host import Host
 from tfguard.firewall.policy import Counters, GuardEvent, GuardWarning, Violation
 from tfguard.firewall.record import Bus
 from tfguard.firewall.step import make_step
-from tfguard.hooks import context, taps
+from tfguard.hooks import context, marks, taps
 from tfguard.optimizer_state import optimizer_step
 
 _INSTRUMENTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -277,6 +280,49 @@ class Instrumentation(Counters):
         return self.host_step
 
 
+class EpochTracker(keras.callbacks.Callback):
+    """Tells the instrumentation which epoch of `fit` runs (no batch hook: Keras keeps dispatching fast)."""
+
+    def __init__(self, inst):
+        super().__init__()
+        self.inst = inst
+        self._first_epoch = True
+
+    def on_train_begin(self, logs=None):
+        self._first_epoch = True
+
+    def on_epoch_begin(self, epoch, logs=None):
+        if self._first_epoch:  # a resumed fit (BackupAndRestore, initial_epoch) goes on counting
+            self._first_epoch = False
+            self.inst.continue_from(int(epoch), (self.params or {}).get("steps"))
+        self.inst.begin_epoch(int(epoch))
+
+    def on_train_end(self, logs=None):
+        self.inst.end_fit()
+
+
+def wrap_fit(model: keras.Model, inst):
+    """A `fit` for this model that carries an `EpochTracker` (and calls the class's `fit`)."""
+    signature = inspect.signature(type(model).fit)
+
+    @functools.wraps(type(model).fit)
+    def fit(*args, **kwargs):
+        method = type(model).fit
+        try:
+            bound = signature.bind(model, *args, **kwargs)
+        except TypeError:  # a wrong call: let Keras say what is wrong
+            return method(model, *args, **kwargs)
+        callbacks = bound.arguments.get("callbacks")
+        if not isinstance(callbacks, keras.callbacks.CallbackList):
+            listed = list(callbacks or [])
+            if not any(isinstance(c, EpochTracker) for c in listed):
+                bound.arguments["callbacks"] = [EpochTracker(inst), *listed]
+        inst.begin_fit()
+        return method(*bound.args, **bound.kwargs)
+
+    return marks.mark(fit)
+
+
 def instrument(model: keras.Model) -> Instrumentation:
     """Returns the model's `Instrumentation`, attaching it on first use.
 
@@ -307,5 +353,5 @@ def release(model: keras.Model) -> None:
         inst.detach()
 
 
-__all__ = ["GuardEvent", "GuardWarning", "Instrumentation", "instrument", "instrumentation_of",
-           "release"]
+__all__ = ["EpochTracker", "GuardEvent", "GuardWarning", "Instrumentation", "instrument", "instrumentation_of",
+           "release", "wrap_fit"]
