@@ -111,7 +111,7 @@ def test_a_short_fit_of_a_listened_to_model_runs_its_idle_steps_on_the_recording
     inst, seen = _listen(model, scalars_every=5)
     model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)  # 12 steps, 3 of them record
     assert set(inst.plans) == {BOTH}
-    assert inst._host.calls == {BOTH: 12}
+    assert set(inst._host.first_calls) == {BOTH}  # the plain trace never ran
     assert [step for step, _ in seen] == [1, 6, 11]  # idle steps record nothing
 
 

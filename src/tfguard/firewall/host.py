@@ -79,8 +79,7 @@ class Host:
         self.inst = inst
         self.make = make
         self.functions: dict[frozenset, object] = {}
-        self.calls: dict[frozenset, int] = {}
-        self.first_calls: dict[frozenset, float] = {}  # seconds of each trace's first call since it was made
+        self.first_calls: dict[frozenset, float] = {}  # seconds of each trace's first call (its compile) since it was made
         self.rent = 0.0  # seconds of idle steps run on the recording trace before the plain one is traced
         self.built = False
         self.last_logs: dict | None = None
@@ -126,7 +125,7 @@ class Host:
                     return self._timed_step(iterator, kinds, start)
                 if not self.built:
                     self._build_once(getattr(iterator, "element_spec", None))
-                warm = self.calls.get(self.key(kinds), 0) > 0
+                warm = self.key(kinds) in self.first_calls
                 logs = self._call(kinds, iterator)
                 extra = logs.get(OUTPUT_KEY, {})
                 batch = extra.pop("batch", {})
@@ -190,7 +189,7 @@ class Host:
             raise StopIteration from None
         pulled = time.perf_counter()
         self._build_once(data)
-        warm = self.calls.get(self.key(kinds), 0) > 0
+        warm = self.key(kinds) in self.first_calls
         logs = self._call(kinds, iter([data]))
         extra = logs.get(OUTPUT_KEY, {})
         extra.pop("batch", None)
@@ -263,7 +262,6 @@ class Host:
         if key:
             inst.set_due(bool(kinds), HISTOGRAMS in kinds)
         function = self.function(key)
-        self.calls[key] = self.calls.get(key, 0) + 1
         inst.tracing_kinds = key
         began = time.perf_counter()
         try:
