@@ -23,11 +23,11 @@ browser:
 demo: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/tfguard demo
 
-# The import contracts (pyproject: [tool.importlinter]) and ruff first, then the tests.
+# The import contracts (pyproject: [tool.importlinter]) and ruff first, then the tests in two workers.
 test: $(STAMP) browser
 	$(BIN)/lint-imports
 	$(BIN)/ruff check src tests benchmarks
-	TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/python -m pytest -q
+	TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/python -m pytest -q -n 2 --dist loadgroup
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

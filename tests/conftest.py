@@ -61,3 +61,37 @@ def weights_of(model):
 
 def optimizer_state(model):
     return [np.array(v.numpy()) for v in model.optimizer.variables]
+
+
+def shared_group(item) -> str | None:
+    """The group of tests that must share `item`'s worker: a wider fixture's home, or `None`.
+
+    A session fixture's folder (where its conftest is), else a module's or
+    a class's fixture's file; `None` for a test whose fixtures are its own.
+    """
+    group = None
+    info = getattr(item, "_fixtureinfo", None)  # a doctest item has none
+    for defs in info.name2fixturedefs.values() if info is not None else ():
+        fixturedef = defs[-1]
+        if fixturedef.scope == "function" or not fixturedef.baseid:
+            continue  # the test's own, or pytest's (tmp_path_factory)
+        if fixturedef.scope in ("session", "package"):
+            return fixturedef.baseid
+        group = item.nodeid.split("::")[0]
+    return group
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (`make test`: `-n 2 --dist loadgroup`), tests that share a fixture share a worker.
+
+    A session fixture of a folder's conftest (the diagnosis runs trained
+    once, the board's TensorBoard server) is then made once, not once per
+    worker; a module's fixture once per module. A test whose fixtures are
+    its own goes to whichever worker is free. Runs before xdist's own hook
+    (`tryfirst`), which reads the group.
+    """
+    for item in items:
+        group = shared_group(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(name=group))
