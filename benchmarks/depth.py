@@ -19,7 +19,11 @@ the same for all) as a ratio to plain's, wall-clock and process CPU time
 a core is not in it), and the ops of the traced step (the Logger's: its
 recording trace) per layer, branch functions included.
 
-Run: `.venv/bin/python benchmarks/depth.py [--models mlp_deep100,mlp_deep200] [--rounds 7 --steps 100]`
+`--jit` compiles every contender's step with XLA (`jit_compile=True`),
+which is what Keras's `jit_compile="auto"` picks where a GPU is visible:
+there the many small ops a guard adds per variable are fused.
+
+Run: `.venv/bin/python benchmarks/depth.py [--models mlp_deep100,mlp_deep200] [--rounds 7 --steps 100] [--jit]`
 """
 
 from __future__ import annotations
@@ -62,6 +66,15 @@ def op_count(model: keras.Model, spec, recording: bool = False) -> int:
     return ops
 
 
+def _jit(build):
+    """`build`, its model's step compiled by XLA (Keras's default where a GPU is visible)."""
+    def built():
+        model = build()
+        model.jit_compile = True
+        return model
+    return built
+
+
 def _buy_now(model: keras.Model) -> None:
     """The model's next idle step traces the plain step: where a long run's rent ends."""
     instrumentation_of(model)._host.rent_before_buying = 0.0
@@ -86,9 +99,11 @@ class Contender:
         return time.perf_counter() - start, time.process_time() - cpu
 
 
-def measure(model_name: str, rounds: int, steps: int, first_steps: int) -> None:
+def measure(model_name: str, rounds: int, steps: int, first_steps: int, jit: bool = False) -> None:
     batch = BATCH.get(model_name, 64)
     build = MODELS[model_name]
+    if jit:
+        build = _jit(build)
     logdir = tempfile.mkdtemp(prefix="tfguard-depth-")
     contenders = [
         Contender("plain fit", build),
@@ -107,7 +122,8 @@ def measure(model_name: str, rounds: int, steps: int, first_steps: int) -> None:
     y = tf.random.stateless_uniform((batch * 8,), seed=(3, 4), maxval=classes, dtype=tf.int32)
     data = tf.data.Dataset.from_tensor_slices((x, y)).batch(batch, drop_remainder=True).repeat()
     layers = len(model.layers)
-    print(f"\n{model_name}: {model.count_params() / 1e6:.2f} M params, {layers} layers, batch {batch}", flush=True)
+    xla = ", XLA (jit_compile=True)" if jit else ""
+    print(f"\n{model_name}: {model.count_params() / 1e6:.2f} M params, {layers} layers, batch {batch}{xla}", flush=True)
     for c in contenders:
         c.first, _ = c.fit(data, first_steps)
         if c.after_first is not None:
@@ -134,6 +150,8 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--first-steps", type=int, default=10)
+    parser.add_argument("--jit", action="store_true",
+                        help="compile every contender's step with XLA, as Keras does by default on a GPU")
     parser.add_argument("--threads", type=int, default=1,
                         help="TensorFlow intra/inter-op threads (0: TensorFlow's default)")
     args = parser.parse_args(argv)
@@ -141,7 +159,7 @@ def main(argv=None) -> int:
         tf.config.threading.set_intra_op_parallelism_threads(args.threads)
         tf.config.threading.set_inter_op_parallelism_threads(args.threads)
     for name in args.models.split(","):
-        measure(name, args.rounds, args.steps, args.first_steps)
+        measure(name, args.rounds, args.steps, args.first_steps, jit=args.jit)
     return 0
 
 
