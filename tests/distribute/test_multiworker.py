@@ -366,9 +366,11 @@ def test_a_killed_worker_ends_the_survivor_with_a_clear_error(restarted_cluster)
     assert error["type"] == "WorkerLostError" and error["cause"] == "UnavailableError"
     lost = first["addresses"][1]
     assert error["workers"] == [lost] and error["tasks"] == ["worker:1"]
-    assert error["message"].startswith(
-        f"Lost worker {lost} (/job:worker/task:1) at step {killed['killed_step']}"
-    )
+    # The message names the survivor's last completed step: the killed one's, or the one before it when the
+    # killed worker died after its part of that step's last collective while the survivor's step still ran
+    # (the coordination service then cancels it: seen when both test workers load the 2 cores)
+    assert any(error["message"].startswith(f"Lost worker {lost} (/job:worker/task:1) at step {step}")
+               for step in (killed["killed_step"], killed["killed_step"] - 1)), error["message"]
     assert "Try: restart every worker" in error["message"]
     detection = error["at"] - killed["killed_at"]
     # The coordination service's heartbeats find it long before the collective timeout.
