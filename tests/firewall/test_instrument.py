@@ -96,9 +96,9 @@ def _traces_run(inst):
     runs = []
     call = host._call
 
-    def spy(kinds, argument):
-        runs.append("recording" if host.key(kinds) else "plain")
-        return call(kinds, argument)
+    def spy(key, kinds, argument):
+        runs.append("recording" if key else "plain")
+        return call(key, kinds, argument)
 
     host._call = spy
     return runs

@@ -125,8 +125,9 @@ class Host:
                     return self._timed_step(iterator, kinds, start)
                 if not self.built:
                     self._build_once(getattr(iterator, "element_spec", None))
-                warm = self.key(kinds) in self.first_calls
-                logs = self._call(kinds, iterator)
+                key = self.key(kinds)
+                warm = key in self.first_calls
+                logs = self._call(key, kinds, iterator)
                 extra = logs.get(OUTPUT_KEY, {})
                 batch = extra.pop("batch", {})
                 times = extra.pop(BATCH_TIMES, None)
@@ -189,8 +190,9 @@ class Host:
             raise StopIteration from None
         pulled = time.perf_counter()
         self._build_once(data)
-        warm = self.key(kinds) in self.first_calls
-        logs = self._call(kinds, iter([data]))
+        key = self.key(kinds)
+        warm = key in self.first_calls
+        logs = self._call(key, kinds, iter([data]))
         extra = logs.get(OUTPUT_KEY, {})
         extra.pop("batch", None)
         wait = _wait_share(pulled - begin, begin, extra, time.perf_counter) if warm else None
@@ -255,10 +257,9 @@ class Host:
             self.large = large
         return large
 
-    def _call(self, kinds: frozenset, argument):
-        """Runs the plain trace, or the recording trace (telling it what is due this step)."""
+    def _call(self, key: frozenset, kinds: frozenset, argument):
+        """Runs the trace `key` (`self.key(kinds)`): the plain one, or the recording one, told what is due."""
         inst = self.inst
-        key = self.key(kinds)
         if key:
             inst.set_due(bool(kinds), HISTOGRAMS in kinds)
         function = self.function(key)
