@@ -4,10 +4,10 @@ An `Instrumentation` wraps the model's own `train_step` (Keras's or the
 model's override) in the guarded step (`tfguard.firewall.step`), wraps the
 train function Keras builds in the host loop (`tfguard.firewall.host`), and
 gives `fit` a small callback that tells it the epoch (`wrap_fit`,
-`EpochTracker`). It holds the
-firewall's settings (`set_guard`), the listeners' subscriptions (`bus`),
-the violations seen (`events`) and the counters. With no guard and no
-subscription, the step is the model's own: nothing is computed.
+`EpochTracker`). It holds the firewall's settings (`set_guard`), the
+listeners' subscriptions (`bus`), the violations seen (`events`) and the
+counters. With no guard and no subscription, the step is the model's own:
+nothing is computed.
 
 `guard(model)` is `instrument(model).set_guard(config)`; the logger and the
 live diagnosis `subscribe` to step records.
