@@ -23,7 +23,11 @@ recording trace) per layer, branch functions included.
 which is what Keras's `jit_compile="auto"` picks where a GPU is visible:
 there the many small ops a guard adds per variable are fused.
 
-Run: `.venv/bin/python benchmarks/depth.py [--models mlp_deep100,mlp_deep200] [--rounds 7 --steps 100] [--jit]`
+`--contenders` picks some of them (plain `fit` always runs); the paired
+column is the median over rounds of each round's ratio to plain's round.
+
+Run: `.venv/bin/python benchmarks/depth.py [--models mlp_deep100,mlp_deep200] [--rounds 7 --steps 100] [--jit]
+[--contenders plain,noise,guard,layers,logger,bought]`
 """
 
 from __future__ import annotations
@@ -99,22 +103,33 @@ class Contender:
         return time.perf_counter() - start, time.process_time() - cpu
 
 
-def measure(model_name: str, rounds: int, steps: int, first_steps: int, jit: bool = False) -> None:
+CONTENDERS = ("plain", "noise", "guard", "layers", "logger", "bought")
+"""The `--contenders` keys, in the order they run: plain `fit` (always first, the baseline), a second plain
+model, the guard, the every-layer guard, the Logger renting, the Logger with the plain trace bought."""
+
+
+def contenders_of(keys: list[str], build, logdir: str) -> list[Contender]:
+    """The contenders named by `keys` (plain `fit` first, whether named or not)."""
+    made = {
+        "plain": lambda: Contender("plain fit", build),
+        "noise": lambda: Contender("plain fit, a second model (the noise)", build),
+        "guard": lambda: Contender("guard", build, lambda m: tfguard.guard(m, policy="skip", quarantine_dir=None)),
+        "layers": lambda: Contender("guard(forward='layers')", build,
+                                    lambda m: tfguard.guard(m, policy="skip", forward="layers", quarantine_dir=None)),
+        "logger": lambda: Contender("Logger()", build, callbacks=lambda: [tfguard.Logger(logdir)]),
+        "bought": lambda: Contender("Logger(), the plain trace bought (a long run)", build,
+                                    callbacks=lambda: [tfguard.Logger(logdir)], after_first=_buy_now),
+    }
+    return [made[key]() for key in CONTENDERS if key == "plain" or key in keys]
+
+
+def measure(model_name: str, rounds: int, steps: int, first_steps: int, jit: bool = False,
+            keys: tuple[str, ...] = CONTENDERS) -> None:
     batch = BATCH.get(model_name, 64)
     build = MODELS[model_name]
     if jit:
         build = _jit(build)
-    logdir = tempfile.mkdtemp(prefix="tfguard-depth-")
-    contenders = [
-        Contender("plain fit", build),
-        Contender("plain fit, a second model (the noise)", build),
-        Contender("guard", build, lambda m: tfguard.guard(m, policy="skip", quarantine_dir=None)),
-        Contender("guard(forward='layers')", build,
-                  lambda m: tfguard.guard(m, policy="skip", forward="layers", quarantine_dir=None)),
-        Contender("Logger()", build, callbacks=lambda: [tfguard.Logger(logdir)]),
-        Contender("Logger(), the plain trace bought (a long run)", build, callbacks=lambda: [tfguard.Logger(logdir)],
-                  after_first=_buy_now),
-    ]
+    contenders = contenders_of(list(keys), build, tempfile.mkdtemp(prefix="tfguard-depth-"))
     model = contenders[0].model
     shape = tuple(model.inputs[0].shape[1:])
     classes = model.outputs[0].shape[-1]
@@ -135,13 +150,14 @@ def measure(model_name: str, rounds: int, steps: int, first_steps: int, jit: boo
             c.cpu_times.append(cpu / steps)
     spec = (tf.TensorSpec([None, *shape], tf.float32), tf.TensorSpec([None], tf.int32))
     plain, plain_cpu = statistics.median(contenders[0].times), statistics.median(contenders[0].cpu_times)
-    print("| contender | ms/step | × plain | CPU ms/step | × plain | first fit s | × plain | ops/layer |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| contender | ms/step | × plain | CPU ms/step | × plain | paired CPU × plain | first fit s | × plain | ops/layer |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for c in contenders:
         median, cpu = statistics.median(c.times), statistics.median(c.cpu_times)
+        paired = statistics.median(mine / base for mine, base in zip(c.cpu_times, contenders[0].cpu_times))
         ops = op_count(c.model, spec, recording=c.name.startswith("Logger"))
         print(f"| {c.name} | {median * 1000:.2f} | {median / plain:.3f} | {cpu * 1000:.2f} | {cpu / plain_cpu:.3f} | "
-              f"{c.first:.1f} | {c.first / contenders[0].first:.2f} | {ops / layers:.1f} |", flush=True)
+              f"{paired:.3f} | {c.first:.1f} | {c.first / contenders[0].first:.2f} | {ops / layers:.1f} |", flush=True)
 
 
 def main(argv=None) -> int:
@@ -152,14 +168,20 @@ def main(argv=None) -> int:
     parser.add_argument("--first-steps", type=int, default=10)
     parser.add_argument("--jit", action="store_true",
                         help="compile every contender's step with XLA, as Keras does by default on a GPU")
+    parser.add_argument("--contenders", default=",".join(CONTENDERS),
+                        help=f"which to run, of {','.join(CONTENDERS)} (plain always runs: the baseline)")
     parser.add_argument("--threads", type=int, default=1,
                         help="TensorFlow intra/inter-op threads (0: TensorFlow's default)")
     args = parser.parse_args(argv)
+    keys = tuple(args.contenders.split(","))
+    unknown = sorted(set(keys) - set(CONTENDERS))
+    if unknown:
+        parser.error(f"--contenders: unknown {', '.join(unknown)}; expected some of {','.join(CONTENDERS)}")
     if args.threads:
         tf.config.threading.set_intra_op_parallelism_threads(args.threads)
         tf.config.threading.set_inter_op_parallelism_threads(args.threads)
     for name in args.models.split(","):
-        measure(name, args.rounds, args.steps, args.first_steps, jit=args.jit)
+        measure(name, args.rounds, args.steps, args.first_steps, jit=args.jit, keys=keys)
     return 0
 
 

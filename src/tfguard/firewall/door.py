@@ -204,12 +204,11 @@ def hold_state(model: keras.Model, context: StepContext, hold_bytes: int = HOLD_
     gated update's, which is never restored, costs no copy.
     """
     stack = dry_run.model_state_bytes(model) <= hold_bytes
+    slots = [v for optimizer in keras_compat.optimizers_of(model) if optimizer.built for v in optimizer.variables]
     txn = context.transaction
     txn.hold(model.variables, stack=stack)
     txn.hold(model.metrics_variables, checked=False, stack=stack)
-    for optimizer in keras_compat.optimizers_of(model):
-        if optimizer.built:
-            txn.hold(optimizer.variables, stack=stack)
+    txn.hold(slots, stack=stack)
 
 
 def door_cond(update: Update, pred, true_fn, false_fn):
