@@ -59,6 +59,28 @@ def test_all_finite_stacks_small_tensors_of_one_shape_and_still_finds_one_nan():
     assert sum(op.type == "Sum" for op in graph.get_operations()) <= 2  # one per shape, not one per tensor
 
 
+def test_all_finite_adds_float32_tensors_of_one_shape_without_copying_them_into_a_stack():
+    ts = [tf.fill([32, 32], float(i)) for i in range(50)]
+
+    @tf.function
+    def check(ts):
+        return stats.Reducer().all_finite(ts)
+
+    ops = [op.type for op in check.get_concrete_function(ts).graph.get_operations()]
+    assert "AddN" in ops and "Pack" not in ops[:ops.index("AddN")]  # no [50, 32, 32] copy before the sum
+    infinite = list(ts)
+    infinite[9] = tf.tensor_scatter_nd_update(ts[9], [[0, 0]], [float("inf")])
+    assert bool(check(ts)) and not bool(check(infinite))
+
+
+def test_all_finite_sums_half_precision_tensors_in_float32_so_large_finite_values_pass():
+    large = [tf.fill([8, 8], tf.constant(60000.0, tf.float16)) for _ in range(4)]  # their fp16 sum overflows
+    assert bool(tf.function(lambda ts: stats.Reducer().all_finite(ts))(large))
+    nan = list(large)
+    nan[2] = tf.tensor_scatter_nd_update(large[2], [[1, 1]], tf.constant([float("nan")], tf.float16))
+    assert not bool(tf.function(lambda ts: stats.Reducer().all_finite(ts))(nan))
+
+
 @pytest.mark.parametrize("shape", [(64, 26, 26, 32), (5, 26, 26, 32), (2, 512, 512, 3), (8, 4), (300,), (3, 70000)])
 def test_a_sample_holds_at_most_its_bound_known_without_the_batch_size(shape):
     values = tf.zeros(shape)

@@ -132,11 +132,15 @@ class Reducer:
     def all_finite(self, tensors: list[tf.Tensor]) -> tf.Tensor:
         """Whether every value of every tensor is finite (a scalar bool), in a few ops however many tensors.
 
-        Small tensors of one shape are stacked and summed together (a
-        finite sum means every value is finite; an overflowing sum only
-        sends the caller to its exact count); a tensor summed before by this
-        reducer is not summed again. A deep model's hundreds of gradients and
-        weights cost a dozen ops, not one per tensor.
+        Small tensors of one shape are added together and summed (a finite
+        sum means every value is finite; an overflowing sum only sends the
+        caller to its exact count); a tensor summed before by this reducer
+        is not summed again. A deep model's hundreds of gradients and
+        weights cost a dozen ops, not one per tensor. Float32 tensors are
+        added (`tf.add_n`: each value read once, nothing copied), others
+        stacked and summed in float32 (a half-precision addition would
+        overflow where their sum in float32 does not). A stack copied a
+        guarded step's every gradient, weight and optimizer slot.
         """
         graph = tf.compat.v1.get_default_graph() if not tf.executing_eagerly() else None
         parts, fresh = [], []
@@ -153,7 +157,8 @@ class Reducer:
                 parts.append(self.sum_of(fresh[group[0]]))
                 continue
             members = [fresh[i] for i in group]
-            total = self.sum(as_float32(tf.stack(members)))
+            together = tf.add_n(members) if members[0].dtype == tf.float32 else as_float32(tf.stack(members))
+            total = self.sum(together)
             for t in members:
                 self._sums[id(t)] = (t, total)
             parts.append(total)
