@@ -42,7 +42,7 @@ def test_dead_fractions_count_units_never_positive(mode):
     np.testing.assert_allclose(got.numpy(), [_reference_dead(v) for v in values], rtol=1e-6)
 
 
-def test_all_finite_stacks_small_tensors_of_one_shape_and_still_finds_one_nan():
+def test_all_finite_sums_small_tensors_of_one_shape_together_and_still_finds_one_nan():
     rng = np.random.default_rng(1)
     good = [tf.constant(rng.random((32, 32), dtype=np.float32)) for _ in range(100)]
     bad = list(good)
