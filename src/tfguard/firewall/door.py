@@ -203,8 +203,8 @@ def hold_state(model: keras.Model, context: StepContext, hold_bytes: int = HOLD_
     each is then written in place. A larger one holds them as read, so a
     gated update's, which is never restored, costs no copy.
     """
-    stack = dry_run.model_state_bytes(model) <= hold_bytes
     slots = [v for optimizer in keras_compat.optimizers_of(model) if optimizer.built for v in optimizer.variables]
+    stack = dry_run.state_bytes([*model.variables, *slots]) <= hold_bytes  # what `model_state_bytes` counts
     txn = context.transaction
     txn.hold(model.variables, stack=stack)
     txn.hold(model.metrics_variables, checked=False, stack=stack)
