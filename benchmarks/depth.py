@@ -26,8 +26,18 @@ there the many small ops a guard adds per variable are fused.
 `--contenders` picks some of them (plain `fit` always runs); the paired
 column is the median over rounds of each round's ratio to plain's round.
 
+`--per-fit` also runs, in each round, a `fit` of half of `--steps` and
+prints what a long run meets apart from what each `fit` costs once: a
+step's price in a long run (the difference of the two fits per step, as a
+ratio to plain's) and the fixed price of one `fit` (a Logger's start and
+end: its run directory, hparams, graph and flush; each round's Logger
+contenders get a Logger of their own, as every `fit` would). Both fits
+must hold whole recording periods (the Logger's histograms come every 100
+steps), or the one histogram step a round lands in the same fit every
+round and biases the difference: `--steps` must be a multiple of 200.
+
 Run: `.venv/bin/python benchmarks/depth.py [--models mlp_deep100,mlp_deep200] [--rounds 7 --steps 100] [--jit]
-[--contenders plain,noise,guard,layers,logger,bought]`
+[--contenders plain,noise,guard,layers,logger,bought] [--per-fit]`
 """
 
 from __future__ import annotations
@@ -52,6 +62,8 @@ from tfguard.firewall.instrument import instrumentation_of  # noqa: E402
 from tfguard.firewall.step import RECORDING  # noqa: E402
 
 BATCH = {"resnet50": 16}
+PERIOD = 100
+"""The Logger's default histogram period (`histograms_every`): `--per-fit`'s fits hold whole ones."""
 
 
 def op_count(model: keras.Model, spec, recording: bool = False) -> int:
@@ -94,6 +106,8 @@ class Contender:
         self.after_first = after_first
         self.times: list[float] = []
         self.cpu_times: list[float] = []
+        self.short_cpu_times: list[float] = []  # `--per-fit`: each round's short fit, process CPU seconds
+        self.long_cpu_times: list[float] = []  # and the same round's long one
         self.first = 0.0
 
     def fit(self, data, steps: int) -> tuple[float, float]:
@@ -123,8 +137,28 @@ def contenders_of(keys: list[str], build, logdir: str) -> list[Contender]:
     return [made[key]() for key in CONTENDERS if key == "plain" or key in keys]
 
 
+def per_fit(contender: Contender, plain: Contender, short: int, long: int) -> tuple[float, float, float]:
+    """From `--per-fit` rounds: a step's CPU ms in a long run, its ratio to plain's, and one `fit`'s fixed CPU ms.
+
+    Each round ran a fit of `short` steps and one of `long`: their
+    difference per step is the price of a step, whatever a `fit` costs once.
+
+    >>> c, p = Contender.__new__(Contender), Contender.__new__(Contender)
+    >>> c.short_cpu_times, c.long_cpu_times = [0.3], [0.9]
+    >>> p.short_cpu_times, p.long_cpu_times = [0.2], [0.5]
+    >>> [round(v, 3) for v in per_fit(c, p, 10, 40)]
+    [20.0, 2.0, 100.0]
+    """
+    def step(c):
+        return statistics.median((b - a) / (long - short) for a, b in zip(c.short_cpu_times, c.long_cpu_times))
+
+    mine = step(contender)
+    fixed = statistics.median(contender.short_cpu_times) - mine * short
+    return mine * 1000, mine / step(plain), fixed * 1000
+
+
 def measure(model_name: str, rounds: int, steps: int, first_steps: int, jit: bool = False,
-            keys: tuple[str, ...] = CONTENDERS) -> None:
+            keys: tuple[str, ...] = CONTENDERS, fit_price: bool = False) -> None:
     batch = BATCH.get(model_name, 64)
     build = MODELS[model_name]
     if jit:
@@ -143,11 +177,15 @@ def measure(model_name: str, rounds: int, steps: int, first_steps: int, jit: boo
         c.first, _ = c.fit(data, first_steps)
         if c.after_first is not None:
             c.after_first(c.model)
+    short = steps // 2
     for _ in range(rounds):
         for c in contenders:
             wall, cpu = c.fit(data, steps)
             c.times.append(wall / steps)
             c.cpu_times.append(cpu / steps)
+            if fit_price:
+                c.long_cpu_times.append(cpu)
+                c.short_cpu_times.append(c.fit(data, short)[1])
     spec = (tf.TensorSpec([None, *shape], tf.float32), tf.TensorSpec([None], tf.int32))
     plain, plain_cpu = statistics.median(contenders[0].times), statistics.median(contenders[0].cpu_times)
     print("| contender | ms/step | × plain | CPU ms/step | × plain | paired CPU × plain | first fit s | × plain | ops/layer |")
@@ -158,6 +196,13 @@ def measure(model_name: str, rounds: int, steps: int, first_steps: int, jit: boo
         ops = op_count(c.model, spec, recording=c.name.startswith("Logger"))
         print(f"| {c.name} | {median * 1000:.2f} | {median / plain:.3f} | {cpu * 1000:.2f} | {cpu / plain_cpu:.3f} | "
               f"{paired:.3f} | {c.first:.1f} | {c.first / contenders[0].first:.2f} | {ops / layers:.1f} |", flush=True)
+    if fit_price:
+        print(f"\nA long run (fits of {short} and {steps} steps each round, process CPU time):")
+        print("| contender | CPU ms a step | × plain | CPU ms once per fit |")
+        print("|---|---|---|---|")
+        for c in contenders:
+            ms, ratio, fixed = per_fit(c, contenders[0], short, steps)
+            print(f"| {c.name} | {ms:.2f} | {ratio:.3f} | {fixed:.0f} |", flush=True)
 
 
 def main(argv=None) -> int:
@@ -170,6 +215,8 @@ def main(argv=None) -> int:
                         help="compile every contender's step with XLA, as Keras does by default on a GPU")
     parser.add_argument("--contenders", default=",".join(CONTENDERS),
                         help=f"which to run, of {','.join(CONTENDERS)} (plain always runs: the baseline)")
+    parser.add_argument("--per-fit", action="store_true",
+                        help="also a fit of half of --steps each round (--steps a multiple of 200): a step's price in a long run, and a fit's")
     parser.add_argument("--threads", type=int, default=1,
                         help="TensorFlow intra/inter-op threads (0: TensorFlow's default)")
     args = parser.parse_args(argv)
@@ -177,11 +224,14 @@ def main(argv=None) -> int:
     unknown = sorted(set(keys) - set(CONTENDERS))
     if unknown:
         parser.error(f"--contenders: unknown {', '.join(unknown)}; expected some of {','.join(CONTENDERS)}")
+    if args.per_fit and (args.steps < PERIOD * 2 or args.steps % (PERIOD * 2)):
+        parser.error(f"--per-fit needs --steps a multiple of {PERIOD * 2}: its fits of --steps and half of it must each "
+                     f"hold whole recording periods (histograms every {PERIOD} steps); received --steps {args.steps}")
     if args.threads:
         tf.config.threading.set_intra_op_parallelism_threads(args.threads)
         tf.config.threading.set_inter_op_parallelism_threads(args.threads)
     for name in args.models.split(","):
-        measure(name, args.rounds, args.steps, args.first_steps, jit=args.jit, keys=keys)
+        measure(name, args.rounds, args.steps, args.first_steps, jit=args.jit, keys=keys, fit_price=args.per_fit)
     return 0
 
 
