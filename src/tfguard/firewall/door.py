@@ -43,7 +43,7 @@ import tensorflow as tf
 from tfguard.firewall import stats
 from tfguard.firewall.config import HOLD_BYTES
 from tfguard.firewall.histograms import HIST_BUCKETS, Bucketed, histograms_of
-from tfguard.hooks import dry_run, keras_compat
+from tfguard.hooks import dry_run
 from tfguard.hooks.branch import rare_cond
 from tfguard.hooks.context import StepContext, Update
 from tfguard.hooks.stacks import stack_groups
@@ -203,8 +203,8 @@ def hold_state(model: keras.Model, context: StepContext, hold_bytes: int = HOLD_
     each is then written in place. A larger one holds them as read, so a
     gated update's, which is never restored, costs no copy.
     """
-    slots = [v for optimizer in keras_compat.optimizers_of(model) if optimizer.built for v in optimizer.variables]
-    stack = dry_run.state_bytes([*model.variables, *slots]) <= hold_bytes  # what `model_state_bytes` counts
+    slots = dry_run.optimizer_slots(model)
+    stack = dry_run.state_bytes([*model.variables, *slots]) <= hold_bytes  # `model_state_bytes`, its slots kept
     txn = context.transaction
     txn.hold(model.variables, stack=stack)
     txn.hold(model.metrics_variables, checked=False, stack=stack)

@@ -49,7 +49,7 @@ import tensorflow as tf
 
 from tfguard.errors import QuarantineError
 from tfguard.forensics.quarantine import load_quarantine
-from tfguard.hooks import keras_compat, taps
+from tfguard.hooks import dry_run, keras_compat, taps
 from tfguard.hooks.context import ORIGINAL_STEP, StepContext
 from tfguard.hooks.transaction import Transaction
 
@@ -269,9 +269,7 @@ def replay(path: str, model: keras.Model | None = None, custom_objects=None,
     state = Transaction()
     state.hold(model.variables)
     state.hold(model.metrics_variables)
-    for optimizer in keras_compat.optimizers_of(model):
-        if optimizer.built:
-            state.hold(optimizer.variables)
+    state.hold(dry_run.optimizer_slots(model))
     layers = taps.tappable_layers(model, recursive=True)
     added = [layer for layer in layers if not taps.is_tapped(layer)]
     taps.install(added)

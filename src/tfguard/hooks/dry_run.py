@@ -138,10 +138,20 @@ def state_bytes(variables) -> int:
     return total
 
 
+def optimizer_slots(model) -> list:
+    """The variables of `model`'s built optimizers: their slots, iterations and learning rates.
+
+    >>> m = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> m.compile(optimizer="adam", loss="mse")
+    >>> optimizer_slots(m)  # not built before its first update
+    []
+    """
+    return [v for optimizer in keras_compat.optimizers_of(model) if optimizer.built for v in optimizer.variables]
+
+
 def model_state_bytes(model) -> int:
     """The bytes of `model`'s variables and of its built optimizers' (what a step of it may hold)."""
-    optimizers = [o for o in keras_compat.optimizers_of(model) if o.built]
-    return state_bytes([*model.variables, *(v for o in optimizers for v in o.variables)])
+    return state_bytes([*model.variables, *optimizer_slots(model)])
 
 
 def weight_table(members: list, record_flag) -> tf.Tensor:
@@ -205,4 +215,4 @@ def _squares(tensors: list) -> tf.Tensor:
     return 2.0 * tf.stack([tf.nn.l2_loss(t) for t in tensors])
 
 
-__all__ = ["CHUNK_BYTES", "change_table", "dry_run", "model_state_bytes", "state_bytes", "supports", "weight_table", "weight_table_across"]
+__all__ = ["CHUNK_BYTES", "change_table", "dry_run", "model_state_bytes", "optimizer_slots", "state_bytes", "supports", "weight_table", "weight_table_across"]
