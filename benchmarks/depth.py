@@ -34,7 +34,8 @@ end: its run directory, hparams, graph and flush; each round's Logger
 contenders get a Logger of their own, as every `fit` would). Both fits
 must hold whole recording periods (the Logger's histograms come every 100
 steps), or the one histogram step a round lands in the same fit every
-round and biases the difference: `--steps` must be a multiple of 200.
+round and biases the difference: `--steps` must be a multiple of twice
+that period (200).
 
 Run: `.venv/bin/python benchmarks/depth.py [--models mlp_deep100,mlp_deep200] [--rounds 7 --steps 100] [--jit]
 [--contenders plain,noise,guard,layers,logger,bought] [--per-fit]`
@@ -43,6 +44,7 @@ Run: `.venv/bin/python benchmarks/depth.py [--models mlp_deep100,mlp_deep200] [-
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 import statistics
 import sys
@@ -62,8 +64,8 @@ from tfguard.firewall.instrument import instrumentation_of  # noqa: E402
 from tfguard.firewall.step import RECORDING  # noqa: E402
 
 BATCH = {"resnet50": 16}
-PERIOD = 100
-"""The Logger's default histogram period (`histograms_every`): `--per-fit`'s fits hold whole ones."""
+PERIOD = inspect.signature(tfguard.Logger).parameters["histograms_every"].default
+"""The Logger's default histogram period (`histograms_every`, 100): `--per-fit`'s fits hold whole ones."""
 
 
 def op_count(model: keras.Model, spec, recording: bool = False) -> int:
@@ -216,7 +218,7 @@ def main(argv=None) -> int:
     parser.add_argument("--contenders", default=",".join(CONTENDERS),
                         help=f"which to run, of {','.join(CONTENDERS)} (plain always runs: the baseline)")
     parser.add_argument("--per-fit", action="store_true",
-                        help="also a fit of half of --steps each round (--steps a multiple of 200): a step's price in a long run, and a fit's")
+                        help=f"also a fit of half of --steps each round (--steps a multiple of {2 * PERIOD}): a step's price in a long run, and a fit's")
     parser.add_argument("--threads", type=int, default=1,
                         help="TensorFlow intra/inter-op threads (0: TensorFlow's default)")
     args = parser.parse_args(argv)
