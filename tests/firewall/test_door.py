@@ -6,7 +6,13 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfguard.firewall.door import FirewallContext, gradient_rows
+from tfguard.firewall.door import (
+    FirewallContext,
+    add_outside_door,
+    gradient_rows,
+    remove_outside_door,
+)
+from tfguard.hooks import context
 
 _BATCH = (tf.constant([[1.0, -2.0], [0.5, 3.0], [0.0, 1.0], [2.0, 2.0]]), tf.fill((4, 1), 3.0))
 
@@ -86,3 +92,61 @@ def test_gradient_rows_of_one_shape_come_from_one_stack_and_match_numpy():
     np.testing.assert_allclose(rows(tensors).numpy(), expected, rtol=1e-5)
     ops = [op.type for op in rows.get_concrete_function(tensors).graph.get_operations()]
     assert ops.count("L2Loss") == 2  # the (5,) and the large one alone; the others by their stacks
+
+
+class _Counting:
+    def __init__(self):
+        self.seen = []
+
+    def through_door(self, optimizer, gradients, variables, scale, apply):
+        self.seen.append(len(gradients))
+        return apply()
+
+
+def test_an_update_outside_any_step_goes_through_the_outside_door_until_it_is_removed():
+    model = _model()
+    optimizer = keras.optimizers.SGD(0.1)
+    door = _Counting()
+    grads = [tf.ones_like(v) for v in model.trainable_variables]
+    add_outside_door(door)
+    try:
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    finally:
+        remove_outside_door(door)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    assert door.seen == [4]
+    assert int(optimizer.iterations.numpy()) == 2
+
+
+def test_variables_given_as_a_generator_reach_both_the_outside_door_and_keras():
+    # The door lists the variables; a generator it used up would reach Keras's apply empty.
+    model = _model(keras.optimizers.SGD(0.5))
+    kernel = model.trainable_variables[0].numpy()
+    grads = [tf.ones_like(v) for v in model.trainable_variables]
+    door = _Counting()
+    add_outside_door(door)
+    try:
+        model.optimizer.apply(grads, (v for v in model.trainable_variables))
+    finally:
+        remove_outside_door(door)
+    assert door.seen == [4]
+    np.testing.assert_allclose(model.trainable_variables[0].numpy(), kernel - 0.5)
+
+
+def test_the_firewalls_door_lies_over_the_hooks_and_each_update_is_seen_once():
+    # The hooks never call the firewall: the firewall's own wrapper of `apply` takes a FirewallContext's
+    # updates and the hooks' wrapper beneath it lets them pass; a plain StepContext (a replay's) is still
+    # the hooks' to record.
+    context.uninstall()  # both come off; the firewall's context puts both back
+    model = _model()
+    guarded = FirewallContext(model)
+    with guarded.active():
+        model.train_step(_BATCH)
+    for cls, _ in context.apply_classes():
+        outer = cls.__dict__["apply"]
+        assert outer._tfguard_firewall_door is not None  # the firewall's, over the hooks'
+    plain = context.StepContext(model)
+    with plain.active():
+        model.train_step(_BATCH)
+    assert len(guarded.updates) == 1 and len(plain.updates) == 1
+    assert int(model.optimizer.iterations.numpy()) == 2

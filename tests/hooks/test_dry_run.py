@@ -82,3 +82,34 @@ def test_weight_table_across_a_write_is_the_squared_norms_before_of_the_change_a
     table = step().numpy().tolist()
     expected = [[25.0, 5.0, 36.0], [2.0, 4.0, 2.0]] if recording else [[0.0] * 3] * 2
     np.testing.assert_allclose(table, expected)
+
+
+def test_the_caller_drives_the_runs_and_each_run_waits_for_what_it_sent_back():
+    # One run at a time, computed after the caller has reduced the one before: the values of two runs
+    # are never alive at once, and the caller's work runs in the caller (nothing here calls it).
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(4), keras.layers.Dense(2)])
+    optimizer = keras.optimizers.Adam(1e-2)
+    optimizer.build(model.trainable_variables)
+    seen = {}
+
+    @tf.function(autograph=False)
+    def step():
+        grads = [tf.ones_like(v) for v in model.trainable_variables]
+        steps = dry_run.runs(optimizer, grads, model.trainable_variables, chunk_bytes=0)
+        runs, sent = [next(steps)], []
+        while True:
+            marker = tf.add_n([tf.reduce_sum(tf.cast(value, tf.float32)) for _, value in runs[-1]], name="marker")
+            sent.append(marker)
+            try:
+                runs.append(steps.send(marker))
+            except StopIteration:
+                break
+        graph = tf.compat.v1.get_default_graph()
+        trainable = {id(v) for v in model.trainable_variables}
+        seen["runs"] = [[v.path for v, _ in run if id(v) in trainable] for run in runs]
+        seen["waits"] = [any(m.op in op.control_inputs for op in graph.get_operations()) for m in sent]
+        return tf.constant(0)
+
+    step()
+    assert seen["runs"] == [[v.path] for v in model.trainable_variables]  # one variable a run
+    assert seen["waits"] == [True, True, True, False]  # each run but the first waited for the one before

@@ -13,7 +13,7 @@ Try: ...
 """
 
 from tfguard.checks.base import Check, CheckResult
-from tfguard.checks.contract import Contract, check, leaves
+from tfguard.checks.contract import Contract, check, infer_contract, leaves
 from tfguard.checks.labels import labels, one_hot, probabilities
 from tfguard.checks.shapes import shape, shapes
 from tfguard.checks.values import dtype, finite, in_range, predicate, rank
@@ -28,6 +28,7 @@ __all__ = [
     "finite",
     "hint_for",
     "in_range",
+    "infer_contract",
     "labels",
     "leaves",
     "one_hot",

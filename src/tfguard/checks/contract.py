@@ -32,7 +32,9 @@ import keras
 import tensorflow as tf
 
 from tfguard.checks.base import Check, CheckResult
+from tfguard.checks.labels import labels, probabilities
 from tfguard.checks.shapes import Shapes, Spec
+from tfguard.checks.values import finite, in_range
 from tfguard.checks.verdict import graph_asserts, raise_if_failed
 from tfguard.errors import ContractError
 
@@ -246,3 +248,56 @@ def check(tensor, *checks: Check, name: str = "tensor"):
     """
     tensor = tf.convert_to_tensor(tensor)
     return raise_if_failed([c(tensor, name) for c in checks], f"check of '{name}'")
+
+
+def _loss_name(loss) -> str:
+    if isinstance(loss, str):
+        return loss
+    if isinstance(loss, keras.losses.Loss):
+        return getattr(loss, "fn", None).__name__ if hasattr(loss, "fn") else type(loss).__name__
+    return getattr(loss, "__name__", type(loss).__name__)
+
+
+def output_units(model: keras.Model) -> int | None:
+    """The size of the last axis of the model's (first) output, when known."""
+    try:
+        outputs = model.outputs
+    except (AttributeError, ValueError):
+        outputs = None
+    if outputs:
+        return outputs[0].shape[-1]
+    return None  # a subclassed model: its last *defined* layer need not be its output
+
+
+def infer_contract(model: keras.Model) -> Contract:
+    """The data contract implied by the compiled model (what `tfguard.guard(model, data="infer")` checks).
+
+    Inputs must be finite; sample weights finite and >= 0; targets by loss:
+    sparse categorical crossentropy → class ids in `[0, units)`; categorical
+    crossentropy → probability rows; binary crossentropy → values in [0, 1];
+    anything else → finite.
+
+    Example:
+
+    >>> import keras
+    >>> m = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3, activation="softmax")])
+    >>> m.compile(loss="sparse_categorical_crossentropy")
+    >>> infer_contract(m)
+    Contract(x=[Finite()], y=[Finite(), Labels()], sample_weight=[Finite(), in_range(0, None)])
+    """
+    loss = getattr(model, "loss", None)
+    name = _loss_name(loss).lower() if loss is not None else ""
+    y_checks: list = [finite()]
+    units = output_units(model)
+    if "sparse_categorical" in name:
+        y_checks.append(labels(int(units)) if units else in_range(0, None))
+    elif "categorical_crossentropy" in name or "categoricalcrossentropy" in name:
+        y_checks.append(probabilities())
+    elif "binary" in name and "crossentropy" in name:
+        y_checks.append(in_range(0, 1))
+    return Contract(
+        x=[finite()],
+        y=y_checks,
+        sample_weight=[finite(), in_range(0, None)],
+        name="inferred data contract",
+    )

@@ -1,6 +1,7 @@
 """The quality firewall: the guarded step around any train step, `guard(model)`, policies."""
 
-from tfguard.firewall.config import GuardConfig, infer_contract
+from tfguard.checks.contract import infer_contract
+from tfguard.firewall.config import GuardConfig
 from tfguard.firewall.guard import guard, guard_events, unguard
 from tfguard.firewall.instrument import Instrumentation, instrument, instrumentation_of, release
 from tfguard.firewall.loop import GuardedStep, guard_step

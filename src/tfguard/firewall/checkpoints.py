@@ -28,7 +28,7 @@ import tensorflow as tf
 
 from tfguard.checks.contract import Contract
 from tfguard.firewall import stats
-from tfguard.hooks.branch import rare_cond
+from tfguard.hooks.branch import rare
 from tfguard.hooks.context import StepContext
 
 CHECKPOINTS = ("data", "forward", "loss", "gradients", "update")
@@ -144,7 +144,7 @@ def finite_ok(tensors: list[tf.Tensor], counts: bool = False, reducer: stats.Red
         flags = tf.ones([n], tf.bool)
         return (flags, tf.zeros([n, 4])) if counts else flags
 
-    return rare_cond(tf.logical_not(all_finite), exact, good)
+    return rare(tf.cond(tf.logical_not(all_finite), exact, good))
 
 
 def nonfinite_counts(tensors: list[tf.Tensor]) -> tf.Tensor:

@@ -19,7 +19,11 @@ each update, before it is applied:
    (`dry_run.weight_table_across`).
 
 The firewall calls down into `tfguard.hooks` and is never called back:
-the hooks know only that a context has a door.
+its door is a wrapper of the optimizers' `apply` of its own (`install`),
+put over the hooks' (which records the updates of a plain `StepContext`,
+a replay's), and it takes the updates of a `FirewallContext` and, outside
+any step, those of an outside door (`add_outside_door`: a hand-written
+loop under `tfguard run`). Beneath it, the hooks' wrapper lets them pass.
 
 Example:
 
@@ -35,6 +39,8 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import functools
 from collections.abc import Callable
 
 import keras
@@ -44,8 +50,18 @@ from tfguard.firewall import stats
 from tfguard.firewall.config import HOLD_BYTES
 from tfguard.firewall.histograms import HIST_BUCKETS, Bucketed, histograms_of
 from tfguard.hooks import dry_run
-from tfguard.hooks.branch import rare_cond
-from tfguard.hooks.context import StepContext, Update
+from tfguard.hooks.branch import rare
+from tfguard.hooks.context import (
+    StepContext,
+    Update,
+    apply_classes,
+    applying,
+    arrive,
+    current,
+    is_applying,
+    keras_apply,
+)
+from tfguard.hooks.context import install as install_hooks
 from tfguard.hooks.stacks import stack_groups
 from tfguard.hooks.transaction import is_float, tf_variable
 from tfguard.hooks.weights_before import Copied, copy_before
@@ -69,6 +85,8 @@ class FirewallContext(StepContext):
             the gradients then. Defaults to `None` (no gradient histograms).
     """
 
+    sees_updates = False  # its updates come through the firewall's own door (`install`), not the hooks'
+
     def __init__(self, model: keras.Model, *, restores: bool = False, hold_bytes: int | None = None,
                  record_flag=None, weights: bool = False, histogram_flag=None):
         super().__init__(model)
@@ -84,6 +102,11 @@ class FirewallContext(StepContext):
         self.gradient_stats: dict = {}  # variable id -> (table, row): squared norm, zeros, size, at the door
         if restores and model is not None:
             hold_state(model, self, HOLD_BYTES if hold_bytes is None else hold_bytes)
+
+    def active(self) -> contextlib.AbstractContextManager[FirewallContext]:
+        """Makes this the current step of this thread, the firewall's door installed."""
+        install()
+        return super().active()
 
     def through_door(self, optimizer, gradients, variables, scale, apply: Callable[[], object]):
         """Holds, gates and takes the door tables of one update, then applies it (or not: a rejected gated one)."""
@@ -195,6 +218,71 @@ class FirewallContext(StepContext):
         return self.transaction.stacked_before(variables)
 
 
+_MARK = "_tfguard_firewall_door"
+_OUTSIDE: list = []  # doors for updates outside any step (hand-written loops): objects with `through_door`
+
+
+def install() -> None:
+    """Puts the firewall's door over the hooks' on `apply` of Keras's optimizer classes (once per process).
+
+    Again after the hooks' `uninstall`, which takes both off.
+    """
+    install_hooks()
+    for cls, scaled in apply_classes():
+        beneath = cls.__dict__["apply"]
+        if getattr(beneath, _MARK, None) is None:
+            cls.apply = _door_apply(beneath, keras_apply(cls), scaled)
+
+
+def _door_apply(beneath, own_apply, scaled: bool):
+    """`apply` with the firewall's door: an update of a `FirewallContext`'s step, or of no step with an outside door.
+
+    Any other goes on to `beneath` (the hooks' door); one it takes is
+    written with the class's own `apply` (`own_apply`), so no hooks code
+    is on the way to an `apply` nested in it.
+    """
+    @functools.wraps(beneath)
+    def apply(optimizer, grads, trainable_variables=None):
+        step = current()
+        own = step if isinstance(step, FirewallContext) else None
+        door = own if own is not None else (_OUTSIDE[-1] if _OUTSIDE and step is None else None)
+        if door is None or is_applying():
+            return beneath(optimizer, grads, trainable_variables)
+        arrival = arrive(optimizer, grads, trainable_variables, scaled and own is not None)
+
+        def write():
+            return own_apply(optimizer, arrival.gradients, arrival.variables)
+
+        def through():
+            """The update, with any optimizer's apply inside it part of it (not an update of its own)."""
+            with applying():
+                return write()
+
+        if arrival.unbuilt:
+            return through()
+        if own is None:
+            return door.through_door(optimizer, arrival.gradients, arrival.variables, None, through)
+        # A LossScaleOptimizer's inner update is part of it; another optimizer's apply inside one
+        # (a wrapper of the user's) is an update of its own, seen at this door again.
+        return own.through_door(optimizer, arrival.gradients, arrival.variables, arrival.scale,
+                                through if scaled else write)
+
+    setattr(apply, _MARK, beneath)
+    return apply
+
+
+def add_outside_door(door) -> None:
+    """Sends every update made outside any step through `door.through_door` (as a context's)."""
+    install()
+    if door not in _OUTSIDE:
+        _OUTSIDE.append(door)
+
+
+def remove_outside_door(door) -> None:
+    if door in _OUTSIDE:
+        _OUTSIDE.remove(door)
+
+
 def hold_state(model: keras.Model, context: StepContext, hold_bytes: int = HOLD_BYTES) -> None:
     """Holds everything a step of `model` may change, before it runs.
 
@@ -212,7 +300,7 @@ def hold_state(model: keras.Model, context: StepContext, hold_bytes: int = HOLD_
 
 
 def door_cond(update: Update, pred, true_fn, false_fn):
-    """A cond at the optimizer's door, on the update's gradients: `rare_cond` for a small update, lowered for a large one.
+    """A cond at the optimizer's door, on the update's gradients: kept functional (`rare`) for a small update, lowered for a large one.
 
     A lowered cond costs a `Switch` per gradient and a walk of its dead
     branch on every step that does not take it: on a 200-layer MLP most of
@@ -221,7 +309,8 @@ def door_cond(update: Update, pred, true_fn, false_fn):
     which only a large update (`update.small` false: more state than the
     step may hold) pays for in memory.
     """
-    return (rare_cond if update.small else tf.cond)(pred, true_fn, false_fn)
+    out = tf.cond(pred, true_fn, false_fn)
+    return rare(out) if update.small else out
 
 
 def gradient_buckets(update: Update, flag) -> tuple[tf.Tensor, list] | None:
@@ -282,4 +371,5 @@ def gradient_rows(grads: list) -> tf.Tensor:
     return tf.concat([table, tf.cast(stats.sizes_of(grads), tf.float32)[:, None]], axis=1)
 
 
-__all__ = ["FirewallContext", "door_cond", "gradient_buckets", "gradient_rows", "gradient_table", "hold_state"]
+__all__ = ["FirewallContext", "add_outside_door", "door_cond", "gradient_buckets", "gradient_rows", "gradient_table", "hold_state", "install",
+           "remove_outside_door"]

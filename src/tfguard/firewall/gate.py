@@ -80,6 +80,14 @@ class GateEntry:
     ops: int
 
 
+def _next_run(steps, waits) -> list | None:
+    """The dry run's next run, computed after `waits`; `None` after the last."""
+    try:
+        return steps.send(waits)
+    except StopIteration:
+        return None
+
+
 class Gate:
     """Called by the optimizer's door for each update of one guarded step (trace time).
 
@@ -155,10 +163,12 @@ class Gate:
                 done.append(table)
             return tf.group(done) if done else None
 
-        written = dry_run.dry_run(update.optimizer, update.gradients, update.variables, each=each, after=before)
-        if written is None:
-            return None
-        ids = {id(tf_variable(variable)) for variable, _ in written}
+        ids = set()
+        steps = dry_run.runs(update.optimizer, update.gradients, update.variables, after=before)
+        values = next(steps, None)
+        while values is not None:  # each run reduced here before the next is computed
+            ids.update(id(tf_variable(variable)) for variable, _ in values)
+            values = _next_run(steps, each(values))
         update.written = frozenset(ids)
         flags = self.flags_so_far()
         ok = gate_ok(flags, self.policy, self.reducer)

@@ -28,7 +28,7 @@ import dataclasses
 import tensorflow as tf
 
 from tfguard.firewall import buckets, stats
-from tfguard.hooks.branch import rare_cond
+from tfguard.hooks.branch import rare
 
 HIST_BUCKETS = 30
 
@@ -103,7 +103,8 @@ def histograms_when(flag: tf.Tensor, values: dict) -> tf.Tensor:
     rows = {}
     for part in [*parts, rest]:
         if part:
-            table = rare_cond(flag, lambda part=part: histograms_of(part), lambda part=part: _none_bucketed(part))
+            table = tf.cond(flag, lambda part=part: histograms_of(part), lambda part=part: _none_bucketed(part))
+            rare(table)
             rows.update({id(v): (table, row) for row, v in enumerate(part)})
     return stats.gather_rows([(v.table, v.row) if isinstance(v, Bucketed) else rows[id(v)] for v in items])
 

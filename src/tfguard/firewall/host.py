@@ -20,7 +20,7 @@ For each step the host:
 
 One replica, one step per execution: the step hands the batch back with its
 flags (a tensor handle, no copy), and Keras keeps pulling batches in-graph;
-the train function (`tfguard.hooks.train_function.timed_train_function`)
+the train function (`tfguard.firewall.train_function.timed_train_function`)
 also hands back when the step asked for its batch and when the batch was
 there, so the host measures how long a recording step waited for it
 (`perf/input_wait_fraction`):
@@ -55,8 +55,8 @@ from tfguard.firewall.histograms import HostHistograms
 from tfguard.firewall.probes import NO_RATIO
 from tfguard.firewall.record import StepRecord, freeze
 from tfguard.firewall.step import HISTOGRAMS, LOGS_KEY, OUTPUT_KEY, RECORDING, step_after
+from tfguard.firewall.train_function import BATCH_TIMES, timed_train_function
 from tfguard.hooks import dry_run, keras_compat, marks
-from tfguard.hooks.train_function import BATCH_TIMES, timed_train_function
 
 
 class Host:

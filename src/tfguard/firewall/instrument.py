@@ -36,10 +36,11 @@ from collections.abc import Callable
 import keras
 import tensorflow as tf
 
+from tfguard.checks.contract import infer_contract
 from tfguard.distribute.keras_20585 import enable_multi_worker
 from tfguard.distribute.lost_worker import COMPLETED_STEP
-from tfguard.firewall import probes
-from tfguard.firewall.config import GuardConfig, infer_contract
+from tfguard.firewall import door, probes
+from tfguard.firewall.config import GuardConfig
 from tfguard.firewall.host import Host
 from tfguard.firewall.policy import Counters, GuardEvent, GuardWarning, Violation
 from tfguard.firewall.record import Bus
@@ -136,6 +137,8 @@ class Instrumentation(Counters):
         if self._attached:
             return
         model = self.model
+        self._retrace()
+        fit = wrap_fit(model, self)
         original_make = type(model).make_train_function
         original_reset = type(model).reset_metrics
         self.original_step = model.train_step
@@ -168,10 +171,9 @@ class Instrumentation(Counters):
         object.__setattr__(model, "train_step", make_step(model, self, self.original_step))
         object.__setattr__(model, "make_train_function", make_train_function)
         object.__setattr__(model, "reset_metrics", reset_metrics)
-        object.__setattr__(model, "fit", wrap_fit(model, self))
+        object.__setattr__(model, "fit", fit)
         object.__setattr__(model, COMPLETED_STEP, lambda: self.host_step)
         self._attached = True
-        self._retrace()
         model.train_function = None  # one Keras built for an earlier fit would run the unguarded step
 
     def detach(self) -> None:
@@ -222,14 +224,13 @@ class Instrumentation(Counters):
     def prepare(self) -> None:
         """Host-side set-up before a trace: the contract, the taps, the optimizer door."""
         model = self.model
-        context.install()
+        door.install()
         self._ensure_flags()
         if self.guard is not None and self.contract is None and self.guard.data is not None:
             self.contract = infer_contract(model) if self.guard.data == "infer" else self.guard.data
         want_taps = self.guard is not None or self.bus.wants_signals
         if want_taps and not self._tapped:
-            self._tapped = taps.tappable_layers(model, recursive=True)
-            taps.install(self._tapped)
+            self._tapped = taps.tap(model)
 
     # -- counting ----------------------------------------------------------------
     def begin_fit(self) -> None:

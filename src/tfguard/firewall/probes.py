@@ -36,7 +36,7 @@ from tfguard.firewall.checkpoints import float_leaves
 from tfguard.firewall.door import FirewallContext, gradient_rows
 from tfguard.firewall.histograms import Sample, histograms_when
 from tfguard.hooks import dry_run
-from tfguard.hooks.branch import rare_cond
+from tfguard.hooks.branch import rare
 from tfguard.hooks.stacks import stack_groups
 from tfguard.hooks.transaction import is_float, tf_variable
 
@@ -113,8 +113,9 @@ def record(model: keras.Model, context: FirewallContext, records: list, x, y, wa
     scalar_keys = [tag for group in groups for tag in group.tags]
     outputs = {}
     if groups:
-        outputs["signals"] = rare_cond(tf.convert_to_tensor(record_flag), lambda: signals_of(groups),
-                                       lambda: tf.zeros([len(scalar_keys)]))
+        signals = tf.cond(tf.convert_to_tensor(record_flag), lambda: signals_of(groups),
+                          lambda: tf.zeros([len(scalar_keys)]))
+        outputs["signals"] = rare(signals)
     if hists:
         outputs["histograms"] = histograms_when(tf.convert_to_tensor(histogram_flag), hists)
     return Recording(outputs, scalar_keys, list(hists), tuple(weights))

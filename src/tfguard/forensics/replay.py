@@ -270,9 +270,7 @@ def replay(path: str, model: keras.Model | None = None, custom_objects=None,
     state.hold(model.variables)
     state.hold(model.metrics_variables)
     state.hold(dry_run.optimizer_slots(model))
-    layers = taps.tappable_layers(model, recursive=True)
-    added = [layer for layer in layers if not taps.is_tapped(layer)]
-    taps.install(added)
+    added = taps.tap(model)
 
     def load_weights():
         for variable, value in zip(variables, quarantine.weights.values()):

@@ -1,4 +1,4 @@
-"""A `tf.cond` for a branch that rarely runs, kept as one functional `If` in the graph.
+"""A `tf.cond` whose branch rarely runs, kept as one functional `If` in the graph.
 
 Inside a `tf.function` (without XLA) TensorFlow lowers a `tf.cond` to
 `Switch`/`Merge` nodes: one `Switch` per tensor the branch captures, run on
@@ -20,9 +20,12 @@ Example:
 >>> import tensorflow as tf
 >>> @tf.function
 ... def f(p):
-...     return rare_cond(p, lambda: tf.constant(1), lambda: tf.constant(0))
+...     return rare(tf.cond(p, lambda: tf.constant(1), lambda: tf.constant(0)))
 >>> int(f(tf.constant(True))), int(f(tf.constant(False)))
 (1, 0)
+
+The caller builds the cond and hands its outputs here: nothing of the
+caller's runs from this module.
 """
 
 from __future__ import annotations
@@ -34,9 +37,11 @@ from tfguard.hooks import tf_compat
 _IF = ("If", "StatelessIf")
 
 
-def rare_cond(pred, true_fn, false_fn):
-    """`tf.cond(pred, true_fn, false_fn)`, not lowered to `Switch`/`Merge` (eagerly or under a strategy: `tf.cond`)."""
-    out = tf.cond(pred, true_fn, false_fn)
+def rare(out):
+    """Keeps the `tf.cond` that made `out` from being lowered to `Switch`/`Merge`; returns `out`.
+
+    Eagerly or under a strategy, `out` is returned as it is.
+    """
     if tf.executing_eagerly() or tf.distribute.has_strategy():
         return out  # under a strategy the replicas' variables live on several devices: one If cannot hold them
     for tensor in tf.nest.flatten(out):
@@ -49,4 +54,4 @@ def rare_cond(pred, true_fn, false_fn):
     return out
 
 
-__all__ = ["rare_cond"]
+__all__ = ["rare"]

@@ -12,18 +12,19 @@ goes through instead:
   call it): the loss and the predictions are recorded.
 
 A `StepContext` records and lets the update run unchanged (the replay of a
-quarantined batch uses it so). What the firewall does at the door (hold,
-gate, take its door tables) is a context of its own that overrides
-`through_door` (`tfguard.firewall.door`): this module calls nothing of the
-firewall's.
+quarantined batch uses it so). The hooks call nothing above them: the
+firewall's door (hold, gate, take its door tables) is a wrapper of
+`apply` of its own, put over this one (`tfguard.firewall.door`), for its
+own contexts (`sees_updates` false here); what both wrappers share is
+`arrive` (the call's arguments listed once, the optimizer built, the loss
+scale read) and `applying` (an update being written).
 
 `keras.optimizers.Optimizer.apply` is wrapped once per process (on first use
-of a context); outside an active context, with no outside door
-(`add_outside_door`), the wrapper calls the original and adds no op. A
-`LossScaleOptimizer`'s own `apply` is wrapped too, so its (scaled)
-gradients are seen where they are; the inner optimizer's apply, which runs
-inside the loss scale's `cond`, is part of the update the door saw, and
-passes straight through (it is no nested update of the step's own
+of a context); outside an active context the wrapper calls the original and
+adds no op. A `LossScaleOptimizer`'s own `apply` is wrapped too, so its
+(scaled) gradients are seen where they are; the inner optimizer's apply,
+which runs inside the loss scale's `cond`, is part of the update the door
+saw, and passes straight through (it is no nested update of the step's own
 control flow).
 
 Example:
@@ -111,6 +112,9 @@ class StepContext:
         transaction: where state is held before it changes. Defaults to a new one.
     """
 
+    sees_updates = True
+    """Whether this wrapper's door takes the context's updates (a context whose door is another's: false)."""
+
     def __init__(self, model: keras.Model, transaction: Transaction | None = None):
         self.model = model
         self.transaction = transaction if transaction is not None else Transaction()
@@ -152,8 +156,8 @@ class StepContext:
     def through_door(self, optimizer, gradients, variables, scale, apply: Callable[[], object]):
         """The optimizer's door: records the update, then runs `apply()` unchanged.
 
-        The one method a context of the firewall's overrides
-        (`tfguard.firewall.door.FirewallContext`) to work at the door.
+        A context of its own may override it to work at the door (the
+        firewall's is called by the firewall's own wrapper of `apply`).
         """
         self.record_update(optimizer, gradients, variables, scale)
         return apply()
@@ -222,63 +226,95 @@ def unwatch_loss(model) -> None:
 
 
 # -- the optimizer's door ----------------------------------------------------------------
-_OUTSIDE: list = []  # doors for updates outside any step (hand-written loops): objects with `through_door`
+def apply_classes() -> tuple:
+    """The Keras classes whose `apply` has a door: `(class, scaled)` (a `LossScaleOptimizer`'s gradients carry its scale)."""
+    return (keras_compat.OPTIMIZER_CLASS, False), (keras.optimizers.LossScaleOptimizer, True)
 
 
-def add_outside_door(door) -> None:
-    """Sends every update made outside an active context through `door.through_door` (as a context's)."""
-    install()
-    if door not in _OUTSIDE:
-        _OUTSIDE.append(door)
+@contextlib.contextmanager
+def applying() -> Iterator[None]:
+    """Marks an update that went through a door being written: an optimizer's `apply` inside it is part of it."""
+    _LOCAL.applying = True
+    try:
+        yield
+    finally:
+        _LOCAL.applying = False
 
 
-def remove_outside_door(door) -> None:
-    if door in _OUTSIDE:
-        _OUTSIDE.remove(door)
+def is_applying() -> bool:
+    """Whether an update that went through a door is being written now (in this thread)."""
+    return getattr(_LOCAL, "applying", False)
+
+
+@dataclasses.dataclass
+class Arrival:
+    """One call of an optimizer's `apply` at a door, its arguments listed once.
+
+    Args:
+        gradients: the gradients, a list.
+        variables: the variables, a list (`None`: the optimizer's own).
+        scale: the loss scale the gradients carry (`None` when unscaled).
+        unbuilt: a `LossScaleOptimizer` with nothing to build it with: its own apply fails as it would.
+    """
+
+    gradients: list
+    variables: list | None
+    scale: object = None
+    unbuilt: bool = False
+
+
+def arrive(optimizer, grads, trainable_variables, scaled: bool) -> Arrival:
+    """Lists an `apply` call's arguments once, builds its optimizer as Keras would, reads its loss scale.
+
+    A generator of variables read by the door would reach Keras empty; an
+    unbuilt optimizer is built from the variables, so the door sees its
+    slots. The door writes the update itself, with these arguments.
+    """
+    grads = list(grads)
+    if trainable_variables is not None:
+        trainable_variables = list(trainable_variables)
+        if not optimizer.built:
+            keras_compat.build_optimizer(optimizer, trainable_variables)
+    if not scaled:
+        return Arrival(grads, trainable_variables)
+    if not optimizer.built:
+        return Arrival(grads, trainable_variables, unbuilt=True)
+    return Arrival(grads, trainable_variables, tf.identity(tf.convert_to_tensor(optimizer.dynamic_scale)))
 
 
 def _wrap_apply(original, scaled: bool):
     @functools.wraps(original)
     def apply(optimizer, grads, trainable_variables=None):
-        if getattr(_LOCAL, "applying", False):  # inside an update the door let through: part of it
-            return original(optimizer, grads, trainable_variables)
         context = current()
-        door = context if context is not None else (_OUTSIDE[-1] if _OUTSIDE else None)
-        if door is None:
+        if is_applying() or context is None or not context.sees_updates:
             return original(optimizer, grads, trainable_variables)
-        grads = list(grads)
-        if trainable_variables is not None:  # listed once: a generator read by the door would reach Keras empty
-            trainable_variables = list(trainable_variables)
-            if not optimizer.built:  # as its own apply would: the door sees the built optimizer, slots and all
-                keras_compat.build_optimizer(optimizer, trainable_variables)
+        arrival = arrive(optimizer, grads, trainable_variables, scaled)
 
         def through():
-            """The update itself, with any optimizer's apply inside it part of it (not an update of its own)."""
-            _LOCAL.applying = True
-            try:
-                return original(optimizer, grads, trainable_variables)
-            finally:
-                _LOCAL.applying = False
+            """The update, with any optimizer's apply inside it part of it (not an update of its own)."""
+            with applying():
+                return original(optimizer, arrival.gradients, arrival.variables)
 
-        if context is None:
-            return door.through_door(optimizer, grads, trainable_variables, None, through)
-        scale = None
-        if scaled:
-            if not optimizer.built:  # no variables to build it with: its own apply fails as it would
-                return through()
-            scale = tf.identity(tf.convert_to_tensor(optimizer.dynamic_scale))
+        if arrival.unbuilt:
+            return through()
         # A LossScaleOptimizer's inner update (its variables are the loss scale's) is part of it; another
         # optimizer's apply inside one (a wrapper of the user's) is an update of its own, seen at the door.
-        return context.through_door(optimizer, grads, trainable_variables, scale,
-                                    through if scaled else lambda: original(optimizer, grads, trainable_variables))
+        return context.through_door(optimizer, arrival.gradients, arrival.variables, arrival.scale,
+                                    through if scaled else lambda: original(optimizer, arrival.gradients,
+                                                                            arrival.variables))
 
     setattr(apply, _MARK, original)
     return apply
 
 
+def keras_apply(cls):
+    """`cls`'s own `apply`, beneath every door (the hooks' wrapper installed: `install`)."""
+    return _INSTALLED[cls][0]
+
+
 def install() -> None:
     """Wraps `apply` of Keras's optimizer class and of `LossScaleOptimizer` (once per process)."""
-    for cls, scaled in ((keras_compat.OPTIMIZER_CLASS, False), (keras.optimizers.LossScaleOptimizer, True)):
+    for cls, scaled in apply_classes():
         if cls in _INSTALLED:
             continue
         own = "apply" in cls.__dict__
@@ -299,5 +335,6 @@ def uninstall() -> None:
         _INSTALLED.pop(cls)
 
 
-__all__ = ["ORIGINAL_STEP", "LossSeen", "StepContext", "Update", "add_outside_door", "current", "install",
-           "remove_outside_door", "uninstall", "unwatch_loss", "watch_loss"]
+__all__ = ["ORIGINAL_STEP", "Arrival", "LossSeen", "StepContext", "Update", "apply_classes", "applying", "arrive",
+           "keras_apply",
+           "current", "install", "is_applying", "uninstall", "unwatch_loss", "watch_loss"]

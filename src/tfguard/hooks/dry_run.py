@@ -33,6 +33,8 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Generator
+
 import keras
 import tensorflow as tf
 
@@ -69,42 +71,47 @@ def _chunks(pairs: list, limit: int) -> list[list]:
     return chunks + ([current] if current else [])
 
 
-def dry_run(optimizer, grads: list, variables: list, each=None, after=None,
-            chunk_bytes: int = CHUNK_BYTES) -> list[tuple[object, object]] | None:
-    """`(variable, value)` for every variable `optimizer.apply(grads, variables)` would assign.
+def runs(optimizer, grads: list, variables: list, after=None,
+         chunk_bytes: int = CHUNK_BYTES) -> Generator[list, object, None]:
+    """What `optimizer.apply(grads, variables)` would assign, a run of consecutive variables at a time.
 
-    A few variables at a time: the update of a run of consecutive variables
-    of at most `chunk_bytes` (with their slots and `iterations`) is computed
-    in its own `StatelessScope`, after `each` has consumed the previous
-    run's values, so what is alive at once is one run's values (a large
-    variable is a run alone), as in the real apply; the optimizer's own
-    preamble (learning rate, iterations) is traced once per run, not once per
-    variable. Gradients are clipped together first when the optimizer clips
-    by the global norm.
+    A generator the caller drives: it yields each run's `[(variable,
+    value), ...]` (its weights, then their slots and `iterations`) and is
+    sent back a tensor the next run's dry run waits for (or `None`). Each
+    run of at most `chunk_bytes` of variables (a large variable is a run
+    alone) is computed in its own `StatelessScope`, after what the caller
+    sent for the previous run, so what is alive at once is one run's values,
+    as in the real apply, when the caller reduces them before sending; the
+    optimizer's own preamble (learning rate, iterations) is traced once per
+    run, not once per variable. Gradients are clipped together first when
+    the optimizer clips by the global norm. The caller's code runs in the
+    caller: nothing here calls it. The optimizer must be one `supports` takes.
+
+    Example:
+
+    >>> w = keras.Variable([1.0, 2.0], name="w")
+    >>> sgd = keras.optimizers.SGD(learning_rate=0.5)
+    >>> sgd.build([w])
+    >>> steps = runs(sgd, [tf.constant([1.0, 1.0])], [w])
+    >>> first = next(steps)  # the caller's work on it here, then what the next run waits for
+    >>> [v.name for v, _ in first], next(steps, None)
+    (['w', 'iteration'], None)
 
     Args:
         optimizer: a built Keras optimizer.
         grads: the gradients, as `apply` would get them (`None` entries allowed).
         variables: the trainable variables they update.
-        each: called with each run's `[(variable, value), ...]`; returns
-            a tensor the next run's dry run waits for. Defaults to `None`.
         after: a tensor the first run's dry run waits for. Defaults to `None`.
         chunk_bytes: the most bytes of variables in one run (`CHUNK_BYTES`);
             0: one variable at a time.
-
-    Returns:
-        The values in the order the update assigns them (each run's weights,
-        then their slots and `iterations`), or `None` when `supports(optimizer)` is false.
     """
-    if not supports(optimizer):
-        return None
     grads, variables = list(grads), list(variables)
     clip = getattr(optimizer, "global_clipnorm", None)
     if clip:
         pairs = [(g, v) for g, v in zip(grads, variables) if g is not None]
         clipped = iter(keras_compat.clip_gradients(optimizer, [g for g, _ in pairs]))
         grads = [None if g is None else next(clipped) for g in grads]
-    written, seen, previous = [], set(), after
+    seen, previous = set(), after
     with keras_compat.neutral_writes(optimizer, variables):
         if clip:  # clipped together above: the per-variable applies must not clip again
             object.__setattr__(optimizer, "global_clipnorm", None)
@@ -120,11 +127,25 @@ def dry_run(optimizer, grads: list, variables: list, each=None, after=None,
                         mine.append((candidate, value))
                 seen.update(id(v) for _, v in chunk)
                 seen.update(id(c) for c, _ in mine if c is not optimizer.iterations)
-                written += [(c, v) for c, v in mine if not any(c is w for w, _ in written)]
-                previous = each(mine) if each is not None else None
+                previous = yield mine
         finally:
             if clip:
                 object.__setattr__(optimizer, "global_clipnorm", clip)
+
+
+def dry_run(optimizer, grads: list, variables: list,
+            chunk_bytes: int = CHUNK_BYTES) -> list[tuple[object, object]] | None:
+    """`(variable, value)` for every variable `optimizer.apply(grads, variables)` would assign (`runs`, all of them).
+
+    Returns:
+        The values in the order the update assigns them (each run's weights,
+        then their slots and `iterations`), or `None` when `supports(optimizer)` is false.
+    """
+    if not supports(optimizer):
+        return None
+    written = []
+    for run in runs(optimizer, grads, variables, chunk_bytes=chunk_bytes):
+        written += [(c, v) for c, v in run if not any(c is w for w, _ in written)]
     return written
 
 
@@ -215,4 +236,4 @@ def _squares(tensors: list) -> tf.Tensor:
     return 2.0 * tf.stack([tf.nn.l2_loss(t) for t in tensors])
 
 
-__all__ = ["CHUNK_BYTES", "change_table", "dry_run", "model_state_bytes", "optimizer_slots", "state_bytes", "supports", "weight_table", "weight_table_across"]
+__all__ = ["CHUNK_BYTES", "change_table", "dry_run", "model_state_bytes", "optimizer_slots", "runs", "state_bytes", "supports", "weight_table", "weight_table_across"]

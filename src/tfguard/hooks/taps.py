@@ -8,8 +8,8 @@ Example:
 
 >>> import keras
 >>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, name="d")])
->>> install(model.layers)
-1
+>>> [layer.name for layer in install(model.layers)]
+['d']
 >>> with recording() as tape:
 ...     _ = model(keras.ops.ones((1, 3)))
 >>> [layer.name for layer, _ in tape.records]
@@ -87,16 +87,16 @@ def is_tapped(layer: keras.layers.Layer) -> bool:
     return _MARK in layer.__dict__
 
 
-def install(layers: Iterable[keras.layers.Layer]) -> int:
-    """Taps every layer (once); returns how many were newly tapped."""
-    added = 0
+def install(layers: Iterable[keras.layers.Layer]) -> list[keras.layers.Layer]:
+    """Taps every layer (once); returns those newly tapped (what the caller's `uninstall` takes off)."""
+    added = []
     for layer in layers:
         if isinstance(layer, keras.layers.InputLayer) or _MARK in layer.__dict__:
             continue
         original = layer.call
         object.__setattr__(layer, _MARK, original)
         object.__setattr__(layer, "call", _tapped(layer, original))
-        added += 1
+        added.append(layer)
     return added
 
 
@@ -106,6 +106,14 @@ def uninstall(layers: Iterable[keras.layers.Layer]) -> None:
         if _MARK in layer.__dict__:
             object.__delattr__(layer, "call")
             object.__delattr__(layer, _MARK)
+
+
+def tap(model: keras.Model) -> list[keras.layers.Layer]:
+    """Taps every layer nested in `model` not tapped yet; returns those (what the caller's `uninstall` takes off).
+
+    The guarded step and replays tap so: a GAN's or a VAE's inner layers are watched too.
+    """
+    return install(tappable_layers(model, recursive=True))
 
 
 def tappable_layers(model: keras.Model, recursive: bool = False) -> list[keras.layers.Layer]:

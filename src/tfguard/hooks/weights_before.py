@@ -32,7 +32,7 @@ import dataclasses
 
 import tensorflow as tf
 
-from tfguard.hooks.branch import rare_cond
+from tfguard.hooks.branch import rare
 from tfguard.hooks.stacks import stack_groups, take_rows
 from tfguard.hooks.transaction import tf_variable
 
@@ -124,7 +124,7 @@ def copy_before(variables, record_flag) -> Copied:
 
     if not known:
         return Copied(tf.zeros([0]), {})
-    made = rare_cond(tf.convert_to_tensor(record_flag), copy, nothing)
+    made = rare(tf.cond(tf.convert_to_tensor(record_flag), copy, nothing))
     return Copied(made[0], places, tuple(made[1:]), rows)
 
 

@@ -97,8 +97,7 @@ def forward(model: keras.Model, x, *, training: bool = False, models_only: bool 
     tapped = keras_compat.nested_layers(model) if layers else []
     if models_only:
         tapped = [layer for layer in tapped if isinstance(layer, keras.Model)]
-    added = [layer for layer in tapped if not taps.is_tapped(layer)]
-    taps.install(added)
+    added = taps.install(tapped)
     try:
         kwargs = {"training": training} if keras_compat.call_has_training_arg(model) else {}
         with (taps.recording() if layers else contextlib.nullcontext()) as tape, \
