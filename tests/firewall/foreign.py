@@ -15,6 +15,7 @@ The firewall tests guard them as they are.
 * `bn_model`: a functional model with `BatchNormalization`.
 * `stateful_model`: a custom layer that counts what it sees in a
   non-trainable weight assigned in `call`.
+* `loop_step`: the step of a hand-written training loop.
 """
 
 from __future__ import annotations
@@ -263,6 +264,20 @@ def stateful_model(seed: int = 0, jit_compile=False):
     model = keras.Model(inputs, outputs)
     model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", jit_compile=jit_compile)
     return model
+
+
+def loop_step(model, optimizer, loss_fn):
+    """keras-io "Writing a training loop from scratch": one `tf.function` step of a hand-written loop."""
+
+    @tf.function
+    def train_step(x, y):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x, training=True))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    return train_step
 
 
 def state_of(*owners, metrics: bool = True) -> list[np.ndarray]:

@@ -87,16 +87,7 @@ def test_a_hand_written_loop_is_guarded_in_one_line():
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu"),
                               keras.layers.BatchNormalization(), keras.layers.Dense(1)])
     optimizer = keras.optimizers.Adam(1e-2)
-    loss_fn = keras.losses.MeanSquaredError()
-
-    @tf.function
-    def train_step(x, y):
-        with tf.GradientTape() as tape:
-            loss = loss_fn(y, model(x, training=True))
-        grads = tape.gradient(loss, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
-        return loss
-
+    train_step = foreign.loop_step(model, optimizer, keras.losses.MeanSquaredError())
     step = tfguard.guard_step(train_step, model, policy="skip", quarantine_dir=None)
     rng = np.random.default_rng(0)
     batches = [(rng.random((16, 4), dtype=np.float32), rng.random((16, 1), dtype=np.float32))

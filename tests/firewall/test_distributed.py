@@ -1,17 +1,11 @@
 """Replicas: a guarded model under MirroredStrategy on two logical CPUs."""
 
-import subprocess
-import sys
 import textwrap
+
+from tests.firewall import replicas
 
 PROGRAM = textwrap.dedent(
     """
-    import numpy as np, tensorflow as tf, keras
-    cpu = tf.config.list_physical_devices("CPU")[0]
-    tf.config.set_logical_device_configuration(
-        cpu, [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()])
-    import tfguard
-    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     with strategy.scope():
         model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu"),
                                   keras.layers.Dense(3, activation="softmax")])
@@ -34,14 +28,7 @@ PROGRAM = textwrap.dedent(
 
 
 def test_a_skip_is_decided_identically_on_every_replica(tmp_path):
-    program = "import sys\n" + PROGRAM
-    result = subprocess.run(
-        [sys.executable, "-c", program, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={"TF_CPP_MIN_LOG_LEVEL": "2", "PATH": "/usr/bin:/bin"},
-    )
+    result = replicas.run(PROGRAM, str(tmp_path))
     assert result.returncode == 0, result.stderr[-3000:]
     assert "SKIPPED [1.0, 1.0]" in result.stdout
     assert "ITER 6" in result.stdout  # 8 batches, 2 skipped
@@ -51,13 +38,6 @@ def test_a_skip_is_decided_identically_on_every_replica(tmp_path):
 
 STATE_PROGRAM = textwrap.dedent(
     """
-    import sys
-    import numpy as np, tensorflow as tf, keras
-    cpu = tf.config.list_physical_devices("CPU")[0]
-    tf.config.set_logical_device_configuration(
-        cpu, [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()])
-    import tfguard
-    strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
     with strategy.scope():
         inputs = keras.Input((4,))
         h = keras.layers.Dense(8)(inputs)
@@ -92,11 +72,7 @@ STATE_PROGRAM = textwrap.dedent(
 def test_every_replica_rolls_back_weights_statistics_and_slots():
     # graph mode only: XLA cannot compile a step whose variables live on two logical CPUs, with
     # or without tfguard ("Trying to access resource ... from device"); XLA is tested on one device
-    result = subprocess.run(
-        [sys.executable, "-c", STATE_PROGRAM, "graph"],
-        capture_output=True, text=True, timeout=300,
-        env={"TF_CPP_MIN_LOG_LEVEL": "2", "PATH": "/usr/bin:/bin"},
-    )
+    result = replicas.run(STATE_PROGRAM, "graph")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "SKIPPED [1.0]" in result.stdout
     compared = int(result.stdout.split("COMPARED ")[1].split()[0])

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfguard.hooks import dry_run
+from tfguard.hooks import dry_run, keras_compat
 
 OPTIMIZERS = {
     "adam": lambda: keras.optimizers.Adam(1e-2),
@@ -113,3 +113,19 @@ def test_the_caller_drives_the_runs_and_each_run_waits_for_what_it_sent_back():
     step()
     assert seen["runs"] == [[v.path] for v in model.trainable_variables]  # one variable a run
     assert seen["waits"] == [True, True, True, False]  # each run but the first waited for the one before
+
+
+def test_runs_closed_early_put_the_optimizer_back_as_it_was():
+    # While the caller drives the runs the optimizer writes through its neutral methods and does not clip
+    # again; a caller that stops (its own code failed) closes the generator and gets its optimizer back.
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(4), keras.layers.Dense(2)])
+    optimizer = keras.optimizers.AdamW(1e-2, global_clipnorm=1.0)
+    optimizer.build(model.trainable_variables)
+    patched = {*keras_compat.NEUTRAL_WRITES, "_var_key"}
+    assert not patched & vars(optimizer).keys()
+    grads = [tf.ones_like(v) for v in model.trainable_variables]
+    steps = dry_run.runs(optimizer, grads, model.trainable_variables, chunk_bytes=0)
+    next(steps)
+    assert optimizer.global_clipnorm is None and "assign" in vars(optimizer)  # the dry run's, while it runs
+    steps.close()
+    assert optimizer.global_clipnorm == 1.0 and not patched & vars(optimizer).keys()

@@ -4,14 +4,17 @@
 checks the run time: while a guarded `fit` traces and runs (the optimizer's
 door, a gated update's dry run, the restore, the recording branches, a
 `LossScaleOptimizer`'s nested apply, a GAN's two optimizers, an update
-outside any step, a quarantined batch replayed), no function of the
-firewall's runs with a function of the hooks' beneath it on the stack.
+outside any step, a quarantined batch replayed, a hand-written loop's
+`guard_step`, an eager and an XLA-compiled step, replicas under
+MirroredStrategy), no function of the firewall's runs with a function of
+the hooks' beneath it on the stack.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import textwrap
 import threading
 
 import keras
@@ -19,7 +22,7 @@ import numpy as np
 import pytest
 
 import tfguard
-from tests.firewall import foreign
+from tests.firewall import foreign, replicas
 from tfguard.firewall import loop
 
 _HOOKS = os.sep + os.path.join("tfguard", "hooks") + os.sep
@@ -119,3 +122,68 @@ def test_an_update_outside_any_step_never_calls_the_firewall_from_the_hooks():
     calls.run(train)
     assert "loop.py:through_door" in calls.firewall
     assert calls.called_back == []
+
+
+@pytest.mark.parametrize("mode", ["eager", "xla"])
+def test_an_eager_and_an_xla_step_never_call_the_firewall_from_the_hooks(mode):
+    calls = _Calls()
+    model = foreign.bn_model(jit_compile=mode == "xla")
+    model.run_eagerly = mode == "eager"
+    x = np.random.default_rng(0).random((32, 4)).astype("float32")
+    y = (np.arange(32) % 3).astype("int64")
+
+    def train():
+        tfguard.guard(model, policy="skip", quarantine_dir=None)
+        model.fit(_bad_batches(x), y, batch_size=8, epochs=1, verbose=0)
+
+    calls.run(train)
+    assert "door.py:through_door" in calls.firewall
+    assert calls.called_back == []
+
+
+def test_a_hand_written_loops_guarded_step_never_calls_the_firewall_from_the_hooks():
+    calls = _Calls()
+    model = foreign.bn_model()
+    train_step = foreign.loop_step(model, model.optimizer, keras.losses.SparseCategoricalCrossentropy())
+    x = np.random.default_rng(0).random((8, 4)).astype("float32")
+    y = (np.arange(8) % 3).astype("int64")
+
+    def train():
+        step = tfguard.guard_step(train_step, model, policy="skip", quarantine_dir=None)
+        step(x, y)
+        step(_bad_batches(x), y)
+
+    calls.run(train)
+    assert "door.py:through_door" in calls.firewall
+    assert calls.called_back == []
+
+
+REPLICAS = textwrap.dedent(
+    """
+    from tests.hooks.test_one_way import _Calls
+    with strategy.scope():
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu"),
+                                  keras.layers.Dense(3, activation="softmax")])
+        model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    x = np.random.default_rng(0).random((32, 4), dtype=np.float32)
+    x[5, 0] = np.nan
+    y = np.arange(32) % 3
+    calls = _Calls()
+
+    def train():
+        tfguard.guard(model, policy="skip", quarantine_dir=None)
+        model.fit(x, y, batch_size=16, epochs=1, shuffle=False, verbose=0)
+
+    calls.run(train)
+    print("DOOR", "door.py:through_door" in calls.firewall)
+    print("CALLED_BACK", calls.called_back)
+    """
+)
+
+
+def test_replicas_under_mirrored_strategy_never_call_the_firewall_from_the_hooks():
+    # replicas trace their steps in threads of their own: the profile follows them (threading.setprofile)
+    result = replicas.run(REPLICAS)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "DOOR True" in result.stdout
+    assert "CALLED_BACK []" in result.stdout

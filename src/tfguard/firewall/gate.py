@@ -38,6 +38,7 @@ frozenset()
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 import tensorflow as tf
@@ -164,11 +165,13 @@ class Gate:
             return tf.group(done) if done else None
 
         ids = set()
-        steps = dry_run.runs(update.optimizer, update.gradients, update.variables, after=before)
-        values = next(steps, None)
-        while values is not None:  # each run reduced here before the next is computed
-            ids.update(id(tf_variable(variable)) for variable, _ in values)
-            values = _next_run(steps, each(values))
+        # closed however the loop ends: a failing trace leaves no optimizer with the dry run's writes on it
+        with contextlib.closing(dry_run.runs(update.optimizer, update.gradients, update.variables,
+                                             after=before)) as steps:
+            values = next(steps, None)
+            while values is not None:  # each run reduced here before the next is computed
+                ids.update(id(tf_variable(variable)) for variable, _ in values)
+                values = _next_run(steps, each(values))
         update.written = frozenset(ids)
         flags = self.flags_so_far()
         ok = gate_ok(flags, self.policy, self.reducer)

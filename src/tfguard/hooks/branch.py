@@ -40,7 +40,9 @@ _IF = ("If", "StatelessIf")
 def rare(out):
     """Keeps the `tf.cond` that made `out` from being lowered to `Switch`/`Merge`; returns `out`.
 
-    Eagerly or under a strategy, `out` is returned as it is.
+    `out` must be what `tf.cond` returned, not a tensor computed from it:
+    the first `If` up the chain of first inputs is the one kept. Eagerly or
+    under a strategy, `out` is returned as it is.
     """
     if tf.executing_eagerly() or tf.distribute.has_strategy():
         return out  # under a strategy the replicas' variables live on several devices: one If cannot hold them

@@ -20,8 +20,9 @@ own contexts (`sees_updates` false here); what both wrappers share is
 scale read) and `applying` (an update being written).
 
 `keras.optimizers.Optimizer.apply` is wrapped once per process (on first use
-of a context); outside an active context the wrapper calls the original and
-adds no op. A `LossScaleOptimizer`'s own `apply` is wrapped too, so its
+of a context); outside an active context this wrapper calls the original and
+adds no op (the firewall's, over it, adds the ops of an outside door while
+one is registered). A `LossScaleOptimizer`'s own `apply` is wrapped too, so its
 (scaled) gradients are seen where they are; the inner optimizer's apply,
 which runs inside the loss scale's `cond`, is part of the update the door
 saw, and passes straight through (it is no nested update of the step's own
@@ -326,7 +327,11 @@ def install() -> None:
 
 
 def uninstall() -> None:
-    """Puts the original `apply` methods back (for tests)."""
+    """Puts the original `apply` methods back (for tests); a door put over this one comes off with it.
+
+    The firewall's goes back on with its next context or outside door
+    (`tfguard.firewall.door.install`), not with a plain `StepContext`.
+    """
     for cls, (original, own) in list(_INSTALLED.items()):
         if own:
             cls.apply = original

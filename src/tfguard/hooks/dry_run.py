@@ -85,7 +85,10 @@ def runs(optimizer, grads: list, variables: list, after=None,
     optimizer's own preamble (learning rate, iterations) is traced once per
     run, not once per variable. Gradients are clipped together first when
     the optimizer clips by the global norm. The caller's code runs in the
-    caller: nothing here calls it. The optimizer must be one `supports` takes.
+    caller: nothing here calls it. Until the generator is exhausted or
+    closed, the optimizer writes through its backend-neutral methods (and
+    does not clip by the global norm again): a caller that may stop early
+    closes it (`contextlib.closing`). The optimizer must be one `supports` takes.
 
     Example:
 
