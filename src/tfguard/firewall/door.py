@@ -371,5 +371,5 @@ def gradient_rows(grads: list) -> tf.Tensor:
     return tf.concat([table, tf.cast(stats.sizes_of(grads), tf.float32)[:, None]], axis=1)
 
 
-__all__ = ["FirewallContext", "add_outside_door", "door_cond", "gradient_buckets", "gradient_rows", "gradient_table", "hold_state", "install",
-           "remove_outside_door"]
+__all__ = ["FirewallContext", "add_outside_door", "door_cond", "gradient_buckets", "gradient_rows", "gradient_table",
+           "hold_state", "install", "remove_outside_door"]

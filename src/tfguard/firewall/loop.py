@@ -44,10 +44,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfguard.firewall import checkpoints, door
+from tfguard.firewall import checkpoints
 from tfguard.firewall.checkpoints import Flag
 from tfguard.firewall.config import DEFAULT_QUARANTINE, GuardConfig
-from tfguard.firewall.door import FirewallContext
+from tfguard.firewall.door import FirewallContext, add_outside_door, remove_outside_door
 from tfguard.firewall.policy import Counters, GuardEvent, Violation
 from tfguard.firewall.step import Plan, decide, step_after
 from tfguard.hooks import keras_compat
@@ -216,12 +216,12 @@ _OUTSIDE_DOOR = _OutsideDoor()
 
 def gate_optimizers() -> None:
     """Checks every Keras optimizer update made outside a guarded step, from now on."""
-    door.add_outside_door(_OUTSIDE_DOOR)
+    add_outside_door(_OUTSIDE_DOOR)
 
 
 def ungate_optimizers() -> None:
     """Stops checking updates outside a guarded step."""
-    door.remove_outside_door(_OUTSIDE_DOOR)
+    remove_outside_door(_OUTSIDE_DOOR)
 
 
 def reset_gate_counts() -> None:

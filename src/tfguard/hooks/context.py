@@ -341,5 +341,4 @@ def uninstall() -> None:
 
 
 __all__ = ["ORIGINAL_STEP", "Arrival", "LossSeen", "StepContext", "Update", "apply_classes", "applying", "arrive",
-           "keras_apply",
-           "current", "install", "is_applying", "uninstall", "unwatch_loss", "watch_loss"]
+           "current", "install", "is_applying", "keras_apply", "uninstall", "unwatch_loss", "watch_loss"]

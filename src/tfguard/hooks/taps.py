@@ -111,18 +111,8 @@ def uninstall(layers: Iterable[keras.layers.Layer]) -> None:
 def tap(model: keras.Model) -> list[keras.layers.Layer]:
     """Taps every layer nested in `model` not tapped yet; returns those (what the caller's `uninstall` takes off).
 
-    The guarded step and replays tap so: a GAN's or a VAE's inner layers are watched too.
-    """
-    return install(tappable_layers(model, recursive=True))
-
-
-def tappable_layers(model: keras.Model, recursive: bool = False) -> list[keras.layers.Layer]:
-    """The layers whose outputs the forward checkpoint and the activation signals watch.
-
-    `model.layers` (a functional or Sequential model's own layers, a
-    subclassed model's direct sub-layers), or with `recursive=True` every
-    nested layer: the guarded step and replays take that, so a GAN's or a
+    The layers whose outputs the forward checkpoint and the activation
+    signals watch: the guarded step and replays tap so, and a GAN's or a
     VAE's inner layers are watched too.
     """
-    layers = keras_compat.nested_layers(model) if recursive else list(model.layers)
-    return [layer for layer in layers if not isinstance(layer, keras.layers.InputLayer)]
+    return install(keras_compat.nested_layers(model))
