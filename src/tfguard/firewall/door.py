@@ -108,32 +108,34 @@ class FirewallContext(StepContext):
         install()
         return super().active()
 
-    def through_door(self, optimizer, gradients, variables, scale, apply: Callable[[], object]):
+    def through_door(self, optimizer, gradients, variables, scale, apply: Callable[[list], object]):
         """Holds, gates and takes the door tables of one update, then applies it (or not: a rejected gated one)."""
         update = self.record_update(optimizer, gradients, variables, scale)
         if update is None:  # inside the step's own control flow: checked through its state alone
-            return apply()
+            return apply(gradients)
         if self.restores:
             self.transaction.hold(update.variables)
             self.transaction.hold(optimizer.variables)
+        if self.gate is not None and any(isinstance(g, tf.IndexedSlices) for g in gradients):
+            gradients = zero_sparse_unless(self.gate.checks_hold(), gradients)
         update.state_bytes = dry_run.state_bytes([*update.variables, *optimizer.variables])
         update.small = self.hold_bytes is None or update.state_bytes <= self.hold_bytes
-        ok = self.gate(update) if self.gate is not None else None
+        ok = self.gate(update, gradients) if self.gate is not None else None
         waits = self._door_tables(update)
         if ok is not None:
             if waits:
                 with tf.control_dependencies(waits):
                     ok = tf.identity(ok)
-            return self._gated(ok, apply)
+            return self._gated(ok, lambda: apply(gradients))
         across = None
         if self.weights and not self.restores:
             copied, across = self._before_for_statistics(update)
             waits += copied
         if waits:
             with tf.control_dependencies([tf.group(waits)]):
-                result = apply()
+                result = apply(gradients)
         else:
-            result = apply()
+            result = apply(gradients)
         if across:
             weights, befores = across
             table = dry_run.weight_table_across(weights, befores, self.record_flag)
@@ -250,16 +252,16 @@ def _door_apply(beneath, own_apply, scaled: bool):
             return beneath(optimizer, grads, trainable_variables)
         arrival = arrive(optimizer, grads, trainable_variables, scaled and own is not None)
 
-        def write():
-            return own_apply(optimizer, arrival.gradients, arrival.variables)
+        def write(gradients):
+            return own_apply(optimizer, gradients, arrival.variables)
 
-        def through():
+        def through(gradients):
             """The update, with any optimizer's apply inside it part of it (not an update of its own)."""
             with applying():
-                return write()
+                return write(gradients)
 
         if arrival.unbuilt:
-            return through()
+            return through(arrival.gradients)
         if own is None:
             return door.through_door(optimizer, arrival.gradients, arrival.variables, None, through)
         # A LossScaleOptimizer's inner update is part of it; another optimizer's apply inside one
@@ -297,6 +299,30 @@ def hold_state(model: keras.Model, context: StepContext, hold_bytes: int = HOLD_
     txn.hold(model.variables, stack=stack)
     txn.hold(model.metrics_variables, checked=False, stack=stack)
     txn.hold(slots, stack=stack)
+
+
+def zero_sparse_unless(ok, gradients: list) -> list:
+    """`gradients` with each sparse one's values zeroed where `ok` is false; dense ones as they are.
+
+    Keras's sparse updates (Adagrad, Adadelta, Adafactor, centered RMSprop
+    on an `Embedding`'s `IndexedSlices`) fail the whole step on a NaN
+    value, after writing part of it, where no rollback can run. An update
+    of a step already rejected gets zeros instead: it is never written
+    (gated) or rolled back (held), and it no longer fails.
+
+    Example:
+
+    >>> g = tf.IndexedSlices(tf.constant([[float("nan")]]), tf.constant([2]), tf.constant([4, 1]))
+    >>> zero_sparse_unless(tf.constant(False), [g, tf.constant([1.0])])[0].values.numpy().tolist()
+    [[0.0]]
+    """
+    def zeroed(gradient):
+        if not isinstance(gradient, tf.IndexedSlices):
+            return gradient
+        values = tf.cond(ok, lambda: gradient.values, lambda: tf.zeros_like(gradient.values))
+        return tf.IndexedSlices(values, gradient.indices, gradient.dense_shape)
+
+    return [zeroed(g) for g in gradients]
 
 
 def door_cond(update: Update, pred, true_fn, false_fn):
@@ -372,4 +398,4 @@ def gradient_rows(grads: list) -> tf.Tensor:
 
 
 __all__ = ["FirewallContext", "add_outside_door", "door_cond", "gradient_buckets", "gradient_rows", "gradient_table",
-           "hold_state", "install", "remove_outside_door"]
+           "hold_state", "install", "remove_outside_door", "zero_sparse_unless"]

@@ -244,7 +244,7 @@ def make_step(model: keras.Model, inst, original) -> callable:
         data_flags = list(flags)
         judged = {}  # layer outputs judged at a gated update's door: (slot, tensor id) -> Flag (no annotation: AutoGraph cannot convert an annotated nonlocal)
 
-        def collect(final: bool, logs=None) -> list[Flag]:
+        def collect(final: bool, logs=None, state: bool = True) -> list[Flag]:
             """The step's flags as of now: before a gated update (the gate), or at the end."""
             records = tape.records if tape is not None else []
             found = list(data_flags)
@@ -254,11 +254,13 @@ def make_step(model: keras.Model, inst, original) -> callable:
             found += forward
             found += checkpoints.loss(context, logs if final else {})
             found += checkpoints.gradients(context)
-            found += checkpoints.update(context, context.gate, final)
+            if state:
+                found += checkpoints.update(context, context.gate, final)
             return found
 
         if config is not None:
-            context.gate = Gate(config.policy, config.hold_bytes, lambda: collect(final=False), reducer,
+            context.gate = Gate(config.policy, config.hold_bytes,
+                                lambda state=True: collect(final=False, state=state), reducer,
                                 context.weight_stats if context.weights else None, context.record_flag)
         with context.active(), (taps.recording(tape) if want_taps else contextlib.nullcontext()):
             logs = original(_sanitize(contract, data))

@@ -154,14 +154,14 @@ class StepContext:
         self.updates.append(update)
         return update
 
-    def through_door(self, optimizer, gradients, variables, scale, apply: Callable[[], object]):
-        """The optimizer's door: records the update, then runs `apply()` unchanged.
+    def through_door(self, optimizer, gradients, variables, scale, apply: Callable[[list], object]):
+        """The optimizer's door: records the update, then runs `apply(gradients)` unchanged.
 
         A context of its own may override it to work at the door (the
         firewall's is called by the firewall's own wrapper of `apply`).
         """
         self.record_update(optimizer, gradients, variables, scale)
-        return apply()
+        return apply(gradients)
 
     @property
     def step_optimizer(self):
@@ -291,18 +291,18 @@ def _wrap_apply(original, scaled: bool):
             return original(optimizer, grads, trainable_variables)
         arrival = arrive(optimizer, grads, trainable_variables, scaled)
 
-        def through():
+        def through(gradients):
             """The update, with any optimizer's apply inside it part of it (not an update of its own)."""
             with applying():
-                return original(optimizer, arrival.gradients, arrival.variables)
+                return original(optimizer, gradients, arrival.variables)
 
         if arrival.unbuilt:
-            return through()
+            return through(arrival.gradients)
         # A LossScaleOptimizer's inner update (its variables are the loss scale's) is part of it; another
         # optimizer's apply inside one (a wrapper of the user's) is an update of its own, seen at the door.
         return context.through_door(optimizer, arrival.gradients, arrival.variables, arrival.scale,
-                                    through if scaled else lambda: original(optimizer, arrival.gradients,
-                                                                            arrival.variables))
+                                    through if scaled else lambda gradients: original(optimizer, gradients,
+                                                                                      arrival.variables))
 
     setattr(apply, _MARK, original)
     return apply
