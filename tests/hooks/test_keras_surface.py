@@ -1,4 +1,4 @@
-"""Canaries of the private Keras surface: one per row of the README's table, each naming Keras's version.
+"""Canaries of the private Keras surface: one per row of docs/internals.md's table, each naming Keras's version.
 
 Each test checks what `tfguard.hooks.keras_compat` (or the Keras method
 tfguard wraps) gives on real Keras objects; a Keras release that renames

@@ -1,8 +1,8 @@
 """The private Keras surface tfguard still touches, in one place.
 
 Everything else in tfguard uses Keras's public API. What remains here is
-small, named, listed in the README ("Keras and TensorFlow internals tfguard
-still touches") and checked by `tests/hooks/test_keras_surface.py` and
+small, named, listed in docs/internals.md ("Keras and TensorFlow internals
+tfguard still touches") and checked by `tests/hooks/test_keras_surface.py` and
 `tests/hooks/test_keras_compat.py`, which fail naming `keras.__version__`
 and the attribute when a Keras release changes it;
 `tests/test_private_surface.py` fails when a private name is used outside
