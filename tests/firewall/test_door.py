@@ -100,7 +100,7 @@ class _Counting:
 
     def through_door(self, optimizer, gradients, variables, scale, apply):
         self.seen.append(len(gradients))
-        return apply()
+        return apply(gradients)
 
 
 def test_an_update_outside_any_step_goes_through_the_outside_door_until_it_is_removed():

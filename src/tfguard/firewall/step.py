@@ -104,7 +104,8 @@ def _sanitize(contract, data):
 
     TensorFlow's sparse cross-entropy kernel fails the whole step on a label
     outside `[0, classes)` (on CPU) or returns NaN (on GPU); the data check
-    has already flagged it, and such a step is never applied.
+    has already flagged it, and such a step is never applied. A NaN or Inf
+    float label becomes 0 first (clipping keeps a NaN).
     """
     if contract is None or not isinstance(data, tuple) or len(data) < 2:
         return data
@@ -114,6 +115,8 @@ def _sanitize(contract, data):
     for check in contract.checks["y"]:
         if isinstance(check, Labels):
             high = tf.cast(check.num_classes - 1, y.dtype)
+            if y.dtype.is_floating:  # a NaN label clips to NaN, then casts to an index far out of range
+                y = tf.where(tf.math.is_finite(y), y, tf.zeros_like(y))
             return (data[0], tf.clip_by_value(y, tf.zeros_like(high), high), *data[2:])
     return data
 
