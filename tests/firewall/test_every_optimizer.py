@@ -103,3 +103,23 @@ def test_a_clean_step_is_plain_keras_and_a_rejected_one_changes_nothing(name, ho
     for model in (plain, guarded):  # the skipped steps moved nothing: both go on alike
         model.fit(x, y, batch_size=16, shuffle=False, verbose=0)
     assert foreign.bitwise_equal(_state(plain), _state(guarded)), "the steps after the rejected ones differ"
+
+
+def test_a_nan_class_id_is_rejected_not_a_crash_of_the_loss_kernel():
+    # Clipped into range a NaN stays NaN and casts to the index INT64_MIN: TensorFlow's sparse
+    # cross-entropy kernel failed the whole step, under the guard as without it.
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(4)])
+    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    x = np.random.default_rng(0).standard_normal((16, 3)).astype("float32")
+    y = np.arange(16, dtype="float32") % 4
+    tfguard.guard(model, policy="skip", quarantine_dir=None)
+    model.fit(x, y, batch_size=16, verbose=0)
+    before = _state(model)
+    y[3] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tfguard.GuardWarning)
+        history = model.fit(x, y, batch_size=16, verbose=0)
+    assert history.history["guard_skipped"] == [1.0]
+    assert foreign.bitwise_equal(before, _state(model))
+    assert tfguard.guard_events(model)[-1].checkpoint == "data"
