@@ -4,7 +4,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfguard.firewall.checkpoints import COUNTED_AT_ONCE, _counting_runs, finite_ok, nonfinite_counts
+from tfguard.firewall.checkpoints import (
+    COUNTED_AT_ONCE,
+    _counting_runs,
+    finite_ok,
+    nonfinite_counts,
+)
 
 
 def _tensors():

@@ -64,6 +64,15 @@ def test_canary_keras_home(monkeypatch):
         assert keras_compat.keras_home() == Path("/tmp/elsewhere")
 
 
+def test_canary_global_seed_generator():
+    with canary("keras.src.backend.common.global_state (global_seed_generator)"):
+        keras.random.uniform(())  # a draw without a seed makes it
+        seeds = keras_compat.global_seed_generator()
+        before = keras.ops.convert_to_numpy(seeds.state).copy()
+        keras.random.uniform(())
+        assert not np.array_equal(before, keras.ops.convert_to_numpy(seeds.state)), "its state did not move"
+
+
 def test_canary_symbolic_build_builds_everything_so_the_step_traces_once():
     calls = []
 

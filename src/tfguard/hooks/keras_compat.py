@@ -12,6 +12,8 @@ this module, `tf_compat` (TensorFlow's) and the keras#20585 workaround:
   (Keras keeps it as `Model._call_has_training_arg`);
 * `nested_layers(model)`: every nested layer (`Layer._flatten_layers`);
 * `keras_home()`: Keras's cache folder (`keras.src.backend.config.keras_home`);
+* `global_seed_generator()`: the seed generator of Keras's random ops called
+  without a seed (`keras.src.backend.common.global_state`);
 * `build_before_trace(model, data)`: Keras's own `Trainer._symbolic_build`,
   called with a batch in hand so the optimizer's slots and the compiled
   metrics exist before the step is traced (a first trace that creates
@@ -66,6 +68,7 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 from keras.src.backend import config as keras_config
+from keras.src.backend.common import global_state
 from keras.src.optimizers.base_optimizer import BaseOptimizer
 
 OPTIMIZER_CLASS = keras.optimizers.Optimizer
@@ -87,6 +90,11 @@ def nested_layers(model: keras.layers.Layer) -> list[keras.layers.Layer]:
     return [layer for layer in model._flatten_layers(include_self=False, recursive=True)
             if not isinstance(layer, keras.layers.InputLayer)]
 
+
+
+def global_seed_generator():
+    """The `SeedGenerator` Keras's random ops draw from when given no seed, or `None` before the first such draw."""
+    return global_state.get_global_attribute("global_seed_generator")
 
 
 def keras_home(at_import: bool = False) -> Path:
@@ -324,6 +332,7 @@ def optimizers_of(model: keras.Model) -> list:
 
 
 __all__ = ["NEUTRAL_WRITES", "OPTIMIZER_CLASS", "KerasSurfaceWarning", "build_before_trace", "build_optimizer", "build_shapes",
-           "call_has_training_arg", "clip_gradients", "compute_loss", "consumers", "keras_history", "keras_home",
+           "call_has_training_arg", "clip_gradients", "compute_loss", "consumers", "global_seed_generator",
+           "keras_history", "keras_home",
            "loss_function_kwargs", "nested_layers", "neutral_apply",
            "neutral_writes", "optimizer_variables", "optimizers_of", "producer_inputs", "surface_changed", "unpack"]

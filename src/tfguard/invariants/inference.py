@@ -32,8 +32,9 @@ from __future__ import annotations
 import keras
 import numpy as np
 
+from tfguard.hooks.untouched import untouched
 from tfguard.invariants import batches
-from tfguard.invariants.probe import Seen, forward, state_kept
+from tfguard.invariants.probe import Seen, forward
 
 KEEP_ROWS = 4
 """The examples whose outputs are compared alone, among other neighbours and in the batch."""
@@ -117,13 +118,13 @@ def determinism(model: keras.Model, x) -> dict:
     Returns:
         The record; `ok=False` names the first layer whose outputs disagree.
     """
-    with state_kept(model):
+    with untouched(model):
         first, second = _outputs(model, x), _outputs(model, x)
     change, tolerance = _worst(first.outputs, second.outputs)
     record = {"check": "training_mode_leak", "ok": change <= tolerance, "where": None,
               "evidence": {"code": "random_at_inference", "relative_change": change}}
     if not record["ok"]:
-        with state_kept(model):  # two more passes, every layer recorded: which layer differs
+        with untouched(model):  # two more passes, every layer recorded: which layer differs
             first, second = forward(model, x, reads=False), forward(model, x, reads=False)
         layer, _ = _first_layer(first, second)
         record["where"] = layer.path if layer is not None else _model_name(model)
@@ -156,14 +157,14 @@ def batch_independence(model: keras.Model, x) -> dict:
         record["evidence"]["skipped"] = "a batch of one example"
         return record
     inputs = {"alone": batches.take(x, keep), "other_neighbours": batches.replace_rest(x, keep)}
-    with state_kept(model):
+    with untouched(model):
         full = _outputs(model, x)
         variants = {how: _outputs(model, batch) for how, batch in inputs.items()}
     for how, seen in variants.items():
         change, tolerance = _worst(full.outputs, _rows_of(seen, keep).outputs, keep, n)
         if change <= tolerance:
             continue
-        with state_kept(model):  # the two passes again, every layer recorded: which layer breaks it
+        with untouched(model):  # the two passes again, every layer recorded: which layer breaks it
             full = forward(model, x, reads=False)
             cut = _rows_of(forward(model, inputs[how], reads=False), keep)
         layer, _ = _first_layer(full, cut, keep, n)
@@ -228,7 +229,7 @@ def collapse(model: keras.Model, x, seen: Seen | None = None) -> dict:
         record["evidence"]["skipped"] = "the batch's inputs do not differ"
         return record
     if seen is None:
-        with state_kept(model):
+        with untouched(model):
             seen = forward(model, x, models_only=True)
     candidates = [(r.path, r.arrays) for r in seen.layers if r.is_model]
     candidates.append((_model_name(model), seen.outputs))

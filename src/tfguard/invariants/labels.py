@@ -30,9 +30,9 @@ import numpy as np
 import tensorflow as tf
 
 from tfguard.hooks import keras_compat
+from tfguard.hooks.untouched import call, untouched
 from tfguard.invariants import batches
 from tfguard.invariants.inference import RELATIVE_TOLERANCE, relative_change
-from tfguard.invariants.probe import state_kept
 
 
 def _loss(model, x, y, y_pred, sample_weight):
@@ -68,8 +68,8 @@ def labels_read(model: keras.Model, x, y, sample_weight=None) -> dict:
         record["evidence"]["skipped"] = "no labels" if y is None else "a custom train_step"
         return record
     kwargs = {"training": False} if keras_compat.call_has_training_arg(model) else {}
-    with state_kept(model):
-        y_pred = tf.nest.map_structure(tf.convert_to_tensor, model(x, **kwargs))
+    with untouched(model):
+        y_pred = tf.nest.map_structure(tf.convert_to_tensor, call(model, x, **kwargs))
         other = batches.other_label_structure(y, _classes(y_pred))
         loss, gradient = _loss(model, x, y, y_pred, sample_weight)
         loss_other, gradient_other = _loss(model, x, other, y_pred, sample_weight)
@@ -130,8 +130,8 @@ def metrics_read(model: keras.Model, x, y, sample_weight=None) -> dict:
         record["evidence"]["skipped"] = "no single label array, or a custom train_step"
         return record
     kwargs = {"training": False} if keras_compat.call_has_training_arg(model) else {}
-    with state_kept(model):
-        y_pred = model(x, **kwargs)
+    with untouched(model):
+        y_pred = call(model, x, **kwargs)
         if not hasattr(y_pred, "shape"):
             record["evidence"]["skipped"] = "several outputs"
             return record
