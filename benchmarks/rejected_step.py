@@ -56,8 +56,8 @@ def _peak() -> int:
 def child(name: str, case: str) -> None:
     """One case in this process: prints `growth_bytes seconds`."""
     import numpy as np
-    import scale_models
 
+    import scale_models
     import tfguard
 
     params, hold_bytes = MODELS[name]
