@@ -34,8 +34,8 @@ def test_counts_are_exact_in_blocks_and_runs_with_shapes_known_or_not(jit_compil
     def known(*ts):
         return nonfinite_counts(list(ts))
 
-    @tf.function(input_signature=[tf.TensorSpec(None, t.dtype) for t in tensors])
-    def unknown(*ts):  # sizes known only at run time: each tensor counted by block
+    @tf.function(input_signature=[tf.TensorSpec(None, t.dtype) for t in tensors], jit_compile=jit_compile)
+    def unknown(*ts):  # sizes known only at run time (XLA: at compile time): each tensor counted by block
         return nonfinite_counts(list(ts))
 
     for counts in (known(*tensors), unknown(*tensors)):

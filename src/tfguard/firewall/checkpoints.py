@@ -215,15 +215,17 @@ def _counts_by_block(t: tf.Tensor) -> tf.Tensor:
     """`[4]` counts of one tensor, `COUNTED_AT_ONCE` values at a time (a loop whose blocks run one after another)."""
     flat = tf.reshape(t, [-1])
     size = tf.size(flat)
-    blocks = size // COUNTED_AT_ONCE
+    # Under XLA the loop's body is compiled for any size: a block never larger than the tensor (the sizes
+    # are compile-time constants there).
+    block = tf.maximum(tf.minimum(size, COUNTED_AT_ONCE), 1)
+    blocks = size // block
 
     def body(i, total):
-        block = tf.slice(flat, [i * COUNTED_AT_ONCE], [COUNTED_AT_ONCE])
-        return i + 1, total + _kind_sums(block)
+        return i + 1, total + _kind_sums(tf.slice(flat, [i * block], [block]))
 
     _, total = tf.while_loop(lambda i, _: i < blocks, body, (tf.constant(0), tf.zeros([3], tf.int32)),
                              parallel_iterations=1)
-    total += _kind_sums(flat[blocks * COUNTED_AT_ONCE:])
+    total += _kind_sums(flat[blocks * block:])
     return tf.cast(tf.concat([total, size[None]], axis=0), tf.float32)
 
 
