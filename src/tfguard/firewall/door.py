@@ -18,12 +18,8 @@ each update, before it is applied:
    one's squared norms taken right after its write
    (`dry_run.weight_table_across`).
 
-The firewall calls down into `tfguard.hooks` and is never called back:
-its door is a wrapper of the optimizers' `apply` of its own (`install`),
-put over the hooks' (which records the updates of a plain `StepContext`,
-a replay's), and it takes the updates of a `FirewallContext` and, outside
-any step, those of an outside door (`add_outside_door`: a hand-written
-loop under `tfguard run`). Beneath it, the hooks' wrapper lets them pass.
+The hooks' one wrapper of the optimizers' `apply` calls the active
+context's `through_door`: this context's is the firewall's door.
 
 Example:
 
@@ -39,8 +35,6 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
-import functools
 from collections.abc import Callable
 
 import keras
@@ -51,17 +45,7 @@ from tfguard.firewall.config import HOLD_BYTES
 from tfguard.firewall.histograms import HIST_BUCKETS, Bucketed, histograms_of
 from tfguard.hooks import dry_run
 from tfguard.hooks.branch import rare
-from tfguard.hooks.context import (
-    StepContext,
-    Update,
-    apply_classes,
-    applying,
-    arrive,
-    current,
-    is_applying,
-    keras_apply,
-)
-from tfguard.hooks.context import install as install_hooks
+from tfguard.hooks.context import StepContext, Update
 from tfguard.hooks.stacks import stack_groups
 from tfguard.hooks.transaction import is_float, tf_variable
 from tfguard.hooks.weights_before import Copied, copy_before
@@ -85,8 +69,6 @@ class FirewallContext(StepContext):
             the gradients then. Defaults to `None` (no gradient histograms).
     """
 
-    sees_updates = False  # its updates come through the firewall's own door (`install`), not the hooks'
-
     def __init__(self, model: keras.Model, *, restores: bool = False, hold_bytes: int | None = None,
                  record_flag=None, weights: bool = False, histogram_flag=None):
         super().__init__(model)
@@ -102,11 +84,6 @@ class FirewallContext(StepContext):
         self.gradient_stats: dict = {}  # variable id -> (table, row): squared norm, zeros, size, at the door
         if restores and model is not None:
             hold_state(model, self, HOLD_BYTES if hold_bytes is None else hold_bytes)
-
-    def active(self) -> contextlib.AbstractContextManager[FirewallContext]:
-        """Makes this the current step of this thread, the firewall's door installed."""
-        install()
-        return super().active()
 
     def through_door(self, optimizer, gradients, variables, scale, apply: Callable[[list], object]):
         """Holds, gates and takes the door tables of one update, then applies it (or not: a rejected gated one)."""
@@ -218,71 +195,6 @@ class FirewallContext(StepContext):
             if copied.holds(variables[0]):
                 return copied.stacked(variables)
         return self.transaction.stacked_before(variables)
-
-
-_MARK = "_tfguard_firewall_door"
-_OUTSIDE: list = []  # doors for updates outside any step (hand-written loops): objects with `through_door`
-
-
-def install() -> None:
-    """Puts the firewall's door over the hooks' on `apply` of Keras's optimizer classes (once per process).
-
-    Again after the hooks' `uninstall`, which takes both off.
-    """
-    install_hooks()
-    for cls, scaled in apply_classes():
-        beneath = cls.__dict__["apply"]
-        if getattr(beneath, _MARK, None) is None:
-            cls.apply = _door_apply(beneath, keras_apply(cls), scaled)
-
-
-def _door_apply(beneath, own_apply, scaled: bool):
-    """`apply` with the firewall's door: an update of a `FirewallContext`'s step, or of no step with an outside door.
-
-    Any other goes on to `beneath` (the hooks' door); one it takes is
-    written with the class's own `apply` (`own_apply`), so no hooks code
-    is on the way to an `apply` nested in it.
-    """
-    @functools.wraps(beneath)
-    def apply(optimizer, grads, trainable_variables=None):
-        step = current()
-        own = step if isinstance(step, FirewallContext) else None
-        door = own if own is not None else (_OUTSIDE[-1] if _OUTSIDE and step is None else None)
-        if door is None or is_applying():
-            return beneath(optimizer, grads, trainable_variables)
-        arrival = arrive(optimizer, grads, trainable_variables, scaled and own is not None)
-
-        def write(gradients):
-            return own_apply(optimizer, gradients, arrival.variables)
-
-        def through(gradients):
-            """The update, with any optimizer's apply inside it part of it (not an update of its own)."""
-            with applying():
-                return write(gradients)
-
-        if arrival.unbuilt:
-            return through(arrival.gradients)
-        if own is None:
-            return door.through_door(optimizer, arrival.gradients, arrival.variables, None, through)
-        # A LossScaleOptimizer's inner update is part of it; another optimizer's apply inside one
-        # (a wrapper of the user's) is an update of its own, seen at this door again.
-        return own.through_door(optimizer, arrival.gradients, arrival.variables, arrival.scale,
-                                through if scaled else write)
-
-    setattr(apply, _MARK, beneath)
-    return apply
-
-
-def add_outside_door(door) -> None:
-    """Sends every update made outside any step through `door.through_door` (as a context's)."""
-    install()
-    if door not in _OUTSIDE:
-        _OUTSIDE.append(door)
-
-
-def remove_outside_door(door) -> None:
-    if door in _OUTSIDE:
-        _OUTSIDE.remove(door)
 
 
 def hold_state(model: keras.Model, context: StepContext, hold_bytes: int = HOLD_BYTES) -> None:
@@ -397,5 +309,5 @@ def gradient_rows(grads: list) -> tf.Tensor:
     return tf.concat([table, tf.cast(stats.sizes_of(grads), tf.float32)[:, None]], axis=1)
 
 
-__all__ = ["FirewallContext", "add_outside_door", "door_cond", "gradient_buckets", "gradient_rows", "gradient_table",
-           "hold_state", "install", "remove_outside_door", "zero_sparse_unless"]
+__all__ = ["FirewallContext", "door_cond", "gradient_buckets", "gradient_rows", "gradient_table", "hold_state",
+           "zero_sparse_unless"]

@@ -47,15 +47,11 @@ import tensorflow as tf
 from tfguard.firewall import checkpoints
 from tfguard.firewall.checkpoints import Flag
 from tfguard.firewall.config import DEFAULT_QUARANTINE, GuardConfig
-from tfguard.firewall.door import (
-    FirewallContext,
-    add_outside_door,
-    remove_outside_door,
-    zero_sparse_unless,
-)
+from tfguard.firewall.door import FirewallContext, zero_sparse_unless
 from tfguard.firewall.policy import Counters, GuardEvent, Violation
 from tfguard.firewall.step import Plan, decide, step_after
 from tfguard.hooks import keras_compat
+from tfguard.hooks.context import add_outside_door, remove_outside_door
 from tfguard.hooks.transaction import Transaction
 from tfguard.optimizer_state import model_step
 
