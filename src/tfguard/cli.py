@@ -209,7 +209,8 @@ def cmd_watch(args) -> int:
     from tfguard.watch import watch_logdir, watch_outputs
 
     outputs = watch_outputs(console=_console(), errors=_console(stderr=True), json=args.json,
-                            webhooks=args.webhook, timeout=args.webhook_timeout)
+                            webhooks=args.webhook, timeout=args.webhook_timeout,
+                            wait=args.webhook_wait)
     result = watch_logdir(args.logdir, interval=args.interval, once=args.once,
                           exit_on=args.exit_on, settle=args.settle, outputs=outputs)
     return result.exit_code
@@ -343,9 +344,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="one JSON line per event (schema tfguard.watch/1), for other tools")
     p.add_argument("--webhook", action="append", default=[], metavar="URL",
                    help="POST each event's JSON to URL, with retries (repeatable); a failing "
-                   "webhook never stops the watch")
+                   "webhook never stops the watch, errors are sent first, and an event not "
+                   "delivered is said on stderr and makes the exit status 3")
     p.add_argument("--webhook-timeout", type=float, default=None, metavar="SECONDS",
-                   help="seconds one POST may take (default 5)")
+                   help="seconds one POST may take in all (default 5)")
+    p.add_argument("--webhook-wait", type=float, default=None, metavar="SECONDS",
+                   help="at the end (--once, Ctrl-C), wait this long at most for queued events "
+                   "to be delivered (default 60)")
     p.add_argument("--settle", type=float, default=None, metavar="SECONDS",
                    help="report a damaged spot of an event file once it stayed bad this long "
                    "or the file stopped growing this long (default 150: TensorFlow's writers "
