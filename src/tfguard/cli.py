@@ -177,7 +177,7 @@ def cmd_diagnose(args) -> int:
     from tfguard.diagnose import diagnose_logdir, render_terminal, to_json, write_html
 
     damage: list = []
-    diagnoses = diagnose_logdir(args.logdir, damage=damage)
+    diagnoses = diagnose_logdir(args.logdir, damage=damage, keep_signals=bool(args.html))
     if args.html:
         write_html(diagnoses, args.html)
     if args.json:

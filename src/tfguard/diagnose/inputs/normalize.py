@@ -105,12 +105,19 @@ def _texts(run) -> dict:
             for tag, points in run.texts.items()}
 
 
+def _json(text):
+    """`text` parsed as JSON, or `None` (not JSON, or nested deeper than the parser allows)."""
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
 def _last_json(texts: dict, tag: str):
     for _step, text in reversed(texts.get(tag, [])):
-        try:
-            return json.loads(text)
-        except (TypeError, ValueError):
-            continue
+        found = _json(text)
+        if found is not None:
+            return found
     return None
 
 
@@ -166,15 +173,23 @@ def _lint(texts: dict, extra) -> list:
     return items + list(extra or [])
 
 
+def _whole(value) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def _guard_events(texts: dict) -> list[dict]:
+    """The firewall's JSON records; one that is not what the Logger writes (a field of another type) is left out."""
     events = []
     for _step, text in texts.get(tags.GUARD_RECORDS, []):
-        try:
-            record = json.loads(text)
-        except (TypeError, ValueError):
+        record = _json(text)
+        if not isinstance(record, dict):
             continue
-        if isinstance(record, dict):
-            events.append(event_record(from_strict_json(record)))
+        try:
+            event = event_record(from_strict_json(record))
+        except (TypeError, ValueError, AttributeError):
+            continue
+        event["batch"], event["epoch"] = _whole(event.get("batch")), _whole(event.get("epoch"))
+        events.append(event)
     return events
 
 
