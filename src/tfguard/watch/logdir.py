@@ -34,7 +34,7 @@ from collections.abc import Iterable
 from tfguard.events import Run, find_runs
 from tfguard.events.records import Damage
 from tfguard.watch.follow import DEFAULT_SETTLE, ByteCounter
-from tfguard.watch.runs import RunFollower
+from tfguard.watch.runs import RunFollower, watch_budget
 
 __all__ = ["LogdirFollower"]
 
@@ -54,6 +54,7 @@ class LogdirFollower:
         self.logdir = os.fspath(logdir)
         self.settle = float(settle)
         self.counter = counter if counter is not None else ByteCounter()
+        self.budget = watch_budget()  # the distinct tags all runs keep together
         self._runs: dict[str, RunFollower] = {}
 
     @property
@@ -78,7 +79,7 @@ class LogdirFollower:
             if name not in self._runs:
                 path = os.path.normpath(os.path.join(self.logdir, name))
                 self._runs[name] = RunFollower(path, name, settle=self.settle,
-                                               counter=self.counter)
+                                               counter=self.counter, budget=self.budget)
         changed, damage = [], []
         for name in sorted(self._runs):
             grew, found = self._runs[name].poll(now=now)
