@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import warnings
 from collections.abc import Sequence
@@ -26,20 +27,29 @@ from tfguard.errors import TfguardError
 from tfguard.text import SafeStream, printable
 
 
+class _Console(Console):
+    """rich's console, but a reader that closed the pipe ends the command as `print` does (`main`)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError("the reader of the output closed it")
+
+
 def _console(stderr: bool = False) -> Console:
     """A console on stdout (or stderr) that degrades to ASCII on a terminal that needs it."""
     stream = SafeStream(sys.stderr if stderr else sys.stdout)
-    return Console(file=stream, stderr=stderr, highlight=False, soft_wrap=True)
+    return _Console(file=stream, stderr=stderr, highlight=False, soft_wrap=True)
 
 
 def cmd_replay(args) -> int:
+    from tfguard.findings import strict_json
     from tfguard.forensics import StoredReplayWarning, replay
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", StoredReplayWarning)  # the summary's first line says it
         report = replay(args.path, imports=args.imports)
-    if args.json:
-        print(json.dumps(report.to_dict(), indent=2, default=str))
+    if args.json:  # strict JSON: a NaN loss is "NaN", as in every tfguard JSON document
+        print(json.dumps(strict_json(report.to_dict()), indent=2, allow_nan=False))
     else:
         _console().print(Text(printable(report.summary())))
     return 0
@@ -375,6 +385,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler = getattr(args, "handler", None) or COMMANDS[args.command]
     try:
         return int(handler(args) or 0)
+    except BrokenPipeError:
+        return _closed_pipe()
     except TfguardError as error:
         _error(error.message, error.hint)
         return error.exit_code
@@ -389,6 +401,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         _console(stderr=True).print(Text.assemble(("ERROR", "bold red"), " interrupted"))
         return 130
+
+
+SIGPIPE_EXIT = 141
+"""The exit status when stdout was closed by its reader (`tfguard diagnose ... | head`): 128 + SIGPIPE, as the shell reports a command killed by it."""
+
+
+def _closed_pipe() -> int:
+    """Stops writing to a stdout its reader closed, without a word (as `cat` in a pipe does)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush must not fail again
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+    return SIGPIPE_EXIT
 
 
 def _error(message: str, hint: str | None) -> None:
