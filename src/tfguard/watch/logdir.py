@@ -56,6 +56,7 @@ class LogdirFollower:
         self.counter = counter if counter is not None else ByteCounter()
         self.budget = watch_budget()  # the distinct tags all runs keep together
         self._runs: dict[str, RunFollower] = {}
+        self.removed: list[str] = []  # the runs the last poll found gone
 
     @property
     def names(self) -> list[str]:
@@ -70,12 +71,17 @@ class LogdirFollower:
 
         Returns:
             `(changed, damage)`: the runs that got new records, and
-            `(run, Damage)` for each damage confirmed by this poll.
+            `(run, Damage)` for each damage confirmed by this poll. The runs
+            whose folder went away are dropped and listed in `removed`.
 
         Raises:
             EventFileError: if `logdir` does not exist or is not a directory.
         """
-        for name in find_runs(self.logdir):
+        present = find_runs(self.logdir)
+        self.removed = sorted(set(self._runs) - set(present))
+        for name in self.removed:  # its folder (or every event file in it) was deleted
+            self._runs.pop(name).release()
+        for name in present:
             if name not in self._runs:
                 path = os.path.normpath(os.path.join(self.logdir, name))
                 self._runs[name] = RunFollower(path, name, settle=self.settle,

@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 
 from tfguard.diagnose import Thresholds, run_family
+from tfguard.diagnose.inputs.normalize import damage_note
 from tfguard.errors import ContractError, EventFileError
 from tfguard.findings import severity_rank
 from tfguard.watch.diagnosis import diagnose_families
@@ -163,14 +164,18 @@ class Watcher:
         read = time.perf_counter()
         events = [WatchEvent(
             "damage", self.root_name if run == "." else run,
-            f"damaged event file {d.path} at offset {d.offset}: {d.reason}", severity="warning",
+            damage_note(d), severity="warning",
             detail={"path": d.path, "offset": d.offset, "kind": d.kind}, time=now)
             for run, d in damage]
-        families = sorted({run_family(name) for name in changed})
+        remaining = {run_family(name) for name in self.follower.names}
+        gone = {run_family(name) for name in self.follower.removed}
+        families = sorted({run_family(name) for name in changed} | (gone & remaining))
         states = diagnose_families(self.follower, families, root_name=self.root_name,
                                    thresholds=self.thresholds)
         for fam in families:
             events += self.stream.update(fam, states.get(fam, []), now=now)
+        for fam in sorted(gone - remaining):  # every folder of the run deleted
+            events += self.stream.remove(fam, now=now)
         self.last_timing = {"read_s": read - began, "diagnose_s": time.perf_counter() - read}
         return events
 

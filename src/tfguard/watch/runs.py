@@ -12,7 +12,8 @@ last record of a step wins, restarts purged).
 
 A file that shrinks or disappears (rewritten, rotated away) makes the run
 start over from its files as they are now; damage already reported is not
-reported again.
+reported again, also when the file is read again under a new name (a
+rotated `.old` file is the same inode).
 
 All the runs of a watch share one `tfguard.events.budget.TagBudget`
 (`watch_budget`: `MAX_WATCHED_TAGS` tags over the logdir, the tags the
@@ -96,7 +97,7 @@ class RunFollower:
         self.settle = float(settle)
         self.counter = counter if counter is not None else ByteCounter()
         self.budget = budget if budget is not None else watch_budget()
-        self._reported: set[tuple[str, int, str]] = set()
+        self._reported: set[tuple[object, int, str]] = set()
         self.damage: list[Damage] = []  # every damage reported, in order
         self._collector: Collector | None = None
         self._start_over()
@@ -150,9 +151,12 @@ class RunFollower:
     def _report(self, found: list[Damage]) -> list[Damage]:
         new = []
         for d in found:
-            # tags past the cap are counted again at each snapshot: said once per file
+            # tags past the cap are counted again at each snapshot: said once per file; a file
+            # is known by its inode, so one renamed (rotated to `.old`) and read again is not
+            follower = self._files.get(d.path)
+            file = follower.identity if follower is not None and follower.identity else d.path
             over_cap = d.kind == "oversized" and d.reason.startswith("more than")
-            key = (d.path, -1 if over_cap else d.offset, d.kind)
+            key = (file, -1 if over_cap else d.offset, d.kind)
             if key not in self._reported:
                 self._reported.add(key)
                 new.append(d)

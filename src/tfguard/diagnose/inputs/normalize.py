@@ -95,9 +95,31 @@ def _is_empty(run) -> bool:
     return not (run.scalars or run.histograms or run.texts)
 
 
+DAMAGE_NOTES = ("damaged event file ", "unfinished record in event file ")
+"""How a note about an event file's bad spot starts: data lost there, or a record cut at the end."""
+
+
+def damage_note(damage) -> str:
+    """The note of one bad spot (`tfguard.events.Damage`), in the words the reports and the watch use.
+
+    A record cut at the end of a file (`kind == "truncated"`) is what a
+    writer still writing leaves: it is said unfinished, not damaged.
+
+    Example:
+
+    >>> from tfguard.events import Damage
+    >>> damage_note(Damage("f", 21, "truncated record: 3 trailing bytes", "truncated"))
+    'unfinished record in event file f at offset 21: the file ends inside it (still being written, or its writer stopped mid-record); the records before it were read'
+    """
+    if damage.kind == "truncated":
+        return (f"{DAMAGE_NOTES[1]}{damage.path} at offset {damage.offset}: the file ends inside it "
+                "(still being written, or its writer stopped mid-record); the records before it "
+                "were read")
+    return f"{DAMAGE_NOTES[0]}{damage.path} at offset {damage.offset}: {damage.reason}"
+
+
 def _notes(run) -> list[str]:
-    return [f"damaged event file {d.path} at offset {d.offset}: {d.reason}"
-            for d in getattr(run, "damage", [])]
+    return [damage_note(d) for d in getattr(run, "damage", [])]
 
 
 def _texts(run) -> dict:
