@@ -239,11 +239,13 @@ def replay(path: str, model: keras.Model | None = None, custom_objects=None,
         model could not be loaded and the live model's replay was kept.
 
     Raises:
-        QuarantineError: for a bad folder, a model that cannot be loaded
-            with no stored replay, or weights that do not fit the model.
+        QuarantineError: for a bad folder (one whose `meta.json` points outside
+            it is refused even with a stored replay), a model that cannot be
+            loaded with no stored replay, or weights that do not fit the model.
     """
     quarantine = load_quarantine(path)
     if model is None:
+        quarantine.model_path()  # a folder crafted to point outside itself is refused, stored replay or not
         try:
             objects = {**definitions(imports), **(custom_objects or {})}
             model = quarantine.load_model(custom_objects=objects or None)
