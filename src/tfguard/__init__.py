@@ -40,6 +40,7 @@ _LAZY = {
     "StepRecord": "tfguard.firewall",
     "instrument": "tfguard.firewall",
     "GuardConfig": "tfguard.firewall",
+    "SpikeConfig": "tfguard.firewall",
     "GuardEvent": "tfguard.firewall",
     "GuardWarning": "tfguard.firewall",
     "replay": "tfguard.forensics",

@@ -7,6 +7,7 @@ from tfguard.firewall.instrument import Instrumentation, instrument, instrumenta
 from tfguard.firewall.loop import GuardedStep, guard_step
 from tfguard.firewall.policy import GuardEvent, GuardWarning
 from tfguard.firewall.record import StepRecord
+from tfguard.firewall.spikes import SpikeConfig
 
 __all__ = [
     "GuardConfig",
@@ -14,6 +15,7 @@ __all__ = [
     "GuardWarning",
     "GuardedStep",
     "Instrumentation",
+    "SpikeConfig",
     "StepRecord",
     "guard",
     "guard_events",

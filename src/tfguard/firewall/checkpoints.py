@@ -31,7 +31,9 @@ from tfguard.firewall import stats
 from tfguard.hooks.branch import rare
 from tfguard.hooks.context import StepContext
 
-CHECKPOINTS = ("data", "forward", "loss", "gradients", "update")
+CHECKPOINTS = ("data", "forward", "loss", "gradients", "update", "spike")
+"""Every check stage, in the order a violation names them (`spike`: `tfguard.firewall.spikes`, last: a value
+that overflowed is named as such, not as an outlier)."""
 MUST_REJECT = ("loss", "gradients", "update")
 UNCOUNTED = -1.0
 """The NaN/Inf counts of a flag judged by its sum alone (`counted_flag`): not taken."""

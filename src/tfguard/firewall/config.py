@@ -14,6 +14,7 @@ import os
 
 from tfguard.checks import Contract
 from tfguard.errors import ContractError
+from tfguard.firewall.spikes import SpikeConfig, spike_config
 
 POLICIES = ("raise", "skip", "warn")
 FORWARD_MODES = ("output", "layers", "off")
@@ -56,6 +57,10 @@ class GuardConfig:
             when the step is accepted (`tfguard.firewall.gate`), at no
             memory cost. `0` checks every update before it is written.
             Defaults to `32 MiB`.
+        spikes: also reject a step whose loss or gradient norm is a spike
+            (`tfguard.firewall.spikes`): `True` for the defaults, a
+            `SpikeConfig` or a mapping of its fields; `None` or `False` off.
+            Defaults to `None`.
     """
 
     policy: str = "raise"
@@ -66,8 +71,10 @@ class GuardConfig:
     max_quarantined: int = 5
     localize: bool = True
     hold_bytes: int = HOLD_BYTES
+    spikes: SpikeConfig | None = None
 
     def __post_init__(self):
+        self.spikes = spike_config(self.spikes)
         if self.policy not in POLICIES:
             raise ContractError(
                 f"Received an invalid value for `policy`, expected one of {POLICIES}. "

@@ -36,6 +36,7 @@ def guard(
     max_quarantined: int = 5,
     localize: bool = True,
     hold_bytes: int = HOLD_BYTES,
+    spikes=False,
     enabled: bool | None = None,
 ) -> keras.Model:
     """Guards a Keras model's training: every step checked, a bad one leaves nothing behind.
@@ -80,6 +81,13 @@ def guard(
         hold_bytes: an optimizer update with at most this much state is held
             and rolled back; a larger one is checked before it is written, at
             no memory cost (`tfguard.firewall.gate`). Defaults to 32 MiB.
+        spikes: also reject a step whose loss or global gradient norm is an
+            outlier (a spike) against the last accepted steps, in the graph
+            (`tfguard.firewall.spikes`): `True` for OLMo-core's rule (above
+            mean + 6 std of the last 128 steps, acting after 64), a
+            `SpikeConfig` or a mapping of its fields (`window`, `sigmas`,
+            `warmup`, `signals`). Guarding the model again starts the window
+            over. Defaults to `False`.
         enabled: `False` turns the guard off; `None` reads `TFGUARD`. Defaults to `None`.
 
     Returns:
@@ -101,6 +109,7 @@ def guard(
         max_quarantined=max_quarantined,
         localize=localize,
         hold_bytes=hold_bytes,
+        spikes=spikes,
     )
     if enabled is None:
         enabled = enabled_by_environment()

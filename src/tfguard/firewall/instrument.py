@@ -44,6 +44,7 @@ from tfguard.firewall.config import GuardConfig
 from tfguard.firewall.host import Host
 from tfguard.firewall.policy import Counters, GuardEvent, GuardWarning, Violation
 from tfguard.firewall.record import Bus
+from tfguard.firewall.spikes import SpikeWindow
 from tfguard.firewall.step import make_step
 from tfguard.hooks import context, marks, taps
 from tfguard.optimizer_state import optimizer_step
@@ -63,6 +64,7 @@ class Instrumentation(Counters):
         super().__init__()
         self.model = model
         self.guard: GuardConfig | None = None
+        self.spike_window: SpikeWindow | None = None  # the spike stage's statistics (`guard(spikes=...)`)
         self.contract = None
         self.bus = Bus()
         self.wanted = probes.Wanted()
@@ -90,8 +92,10 @@ class Instrumentation(Counters):
 
     # -- configuration ---------------------------------------------------------
     def set_guard(self, config: GuardConfig | None) -> None:
-        """Turns the firewall on with `config`, or off with `None`."""
+        """Turns the firewall on with `config`, or off with `None` (a spike window starts over)."""
         self.guard = config
+        self.spike_window = (SpikeWindow(config.spikes, self.model.distribute_strategy)
+                             if config is not None and config.spikes is not None else None)
         self.contract = None
         self._retrace()
 

@@ -34,6 +34,7 @@ import numpy as np
 
 from tfguard.checks import hint_for
 from tfguard.errors import GuardViolation
+from tfguard.firewall import spikes
 from tfguard.firewall.checkpoints import CHECKPOINTS
 from tfguard.forensics.quarantine import save_quarantine, store_replay
 from tfguard.forensics.replay import replay
@@ -47,6 +48,9 @@ HINTS = {
     "gradients": "lower the learning rate, or clip gradients (e.g. optimizer clipnorm=1.0)",
     "update": "lower the learning rate (the update itself overflowed), or clip gradients "
     "(e.g. optimizer clipnorm=1.0)",
+    "spike": "look at the quarantined batch: `tfguard replay PATH` says whether it reproduces and names the "
+    "examples that drive the loss (corrupted or mislabelled records); if the run moved to a new level on "
+    "purpose (new data, a new loss), guard the model again to start the window over",
 }
 ACTIONS = {"raise": "raised", "skip": "skipped", "warn": "warned"}
 
@@ -236,6 +240,10 @@ class Violation:
                        f"(max_consecutive_skips={config.max_consecutive_skips}); the weights are "
                        f"those of global step {event.step}, the last good update. "
                        f"Last violation: {event.message}")
+            if first.checkpoint == spikes.STAGE:
+                stopped += (" Spikes in a row are a new level, not outliers: an update before them "
+                            "damaged the weights (a learning-rate burst), or the data changed (guard "
+                            "the model again to start the window over).")
         if stopped is not None:
             raise GuardViolation(stopped, checkpoint=first.checkpoint, where=first.where,
                                  step=event.step, counts=counts, quarantine=event.quarantine,
@@ -245,6 +253,8 @@ class Violation:
 
     def _describe(self, plan, index: int, extra, data) -> tuple[dict, str]:
         slot = plan.slots[index]
+        if slot.checkpoint == spikes.STAGE:
+            return spikes.describe(plan, index, extra, self.inst.guard.spikes.sigmas)
         if index in plan.finite_slots:
             row = np.asarray(extra["finite_counts"])[plan.finite_slots.index(index)]
             nan, posinf, neginf, total = (int(v) for v in row)

@@ -42,7 +42,7 @@ import keras
 import tensorflow as tf
 
 from tfguard.checks.labels import Labels
-from tfguard.firewall import checkpoints, probes, stats
+from tfguard.firewall import checkpoints, probes, spikes, stats
 from tfguard.firewall.checkpoints import Flag, Slot
 from tfguard.firewall.config import HOLD_BYTES
 from tfguard.firewall.door import FirewallContext
@@ -245,6 +245,7 @@ def make_step(model: keras.Model, inst, original) -> callable:
         want_taps = layers_mode or bool(kinds) or (config is not None and config.forward == "output")
         tape = taps.Tape() if want_taps else None
         data_flags = list(flags)
+        spike_check = spikes.SpikeCheck(inst.spike_window) if config is not None and inst.spike_window else None
         judged = {}  # layer outputs judged at a gated update's door: (slot, tensor id) -> Flag (no annotation: AutoGraph cannot convert an annotated nonlocal)
 
         def collect(final: bool, logs=None, state: bool = True) -> list[Flag]:
@@ -257,6 +258,8 @@ def make_step(model: keras.Model, inst, original) -> callable:
             found += forward
             found += checkpoints.loss(context, logs if final else {})
             found += checkpoints.gradients(context)
+            if spike_check is not None:  # known before a gated update is written: the gate decides on it too
+                found += spike_check.flags(context)
             if state:
                 found += checkpoints.update(context, context.gate, final)
             return found
@@ -281,6 +284,9 @@ def make_step(model: keras.Model, inst, original) -> callable:
             decision = decide(flags, config.policy, reducer)
             reject = decision.pop("reject")
             outputs.update(decision)
+            if spike_check is not None and spike_check.table is not None:
+                outputs[spikes.TABLE] = spike_check.table
+                spike_check.record(reject)
             counted = [f.result for f in flags if f.result is not None]
             if counted:  # keyed by position: Keras wraps outputs in an Optional
                 outputs["data_values"] = {

@@ -48,6 +48,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfguard.errors import QuarantineError
+from tfguard.forensics import spike_replay
 from tfguard.forensics.quarantine import load_quarantine
 from tfguard.hooks import dry_run, keras_compat, taps
 from tfguard.hooks.context import ORIGINAL_STEP, StepContext
@@ -79,6 +80,16 @@ class ReplayReport:
         op_detail: the counts check_numerics reported.
         nonfinite_layers: every layer with a non-finite output, in order.
         nonfinite_variables: every variable with a non-finite gradient.
+        spike_signal: for a spike (`tfguard.forensics.spike_replay`), the signal that spiked.
+        spike_recorded: its value when the step ran.
+        spike_replayed: its value on replay.
+        spike_threshold: the window's threshold it crossed.
+        verdict: `"reproduces"` (the batch causes it) or `"transient"`; `None` when it cannot be told.
+        verdict_note: why there is no verdict.
+        examples: `[row, loss]` of the batch's examples, the largest loss first (at most 10).
+        examples_note: why there are no per-example losses.
+        driving_rows: the fewest rows whose removal brings the replayed signal under the threshold.
+        replayed_without: the replayed signal without those rows.
     """
 
     path: str
@@ -95,6 +106,16 @@ class ReplayReport:
     nonfinite_variables: list = dataclasses.field(default_factory=list)
     source: str = "replayed"  # or "stored": the live model's replay, kept when the batch was saved
     load_error: str = ""  # why the saved model could not be loaded (a stored report)
+    spike_signal: str | None = None
+    spike_recorded: float | None = None
+    spike_replayed: float | None = None
+    spike_threshold: float | None = None
+    verdict: str | None = None
+    verdict_note: str = ""
+    examples: list = dataclasses.field(default_factory=list)
+    examples_note: str = ""
+    driving_rows: list = dataclasses.field(default_factory=list)
+    replayed_without: float | None = None
 
     def summary(self) -> str:
         """A few lines for a person: layer, variable, op."""
@@ -114,6 +135,8 @@ class ReplayReport:
                 f"({counts.get('nan', 0)} NaN, {counts.get('posinf', 0)} +Inf, "
                 f"{counts.get('neginf', 0)} -Inf)."
             )
+        if self.spike_signal is not None:
+            lines += spike_replay.summary_lines(self)
         if self.source == "stored":
             lines.insert(0, "Replayed with the live model when the batch was saved (the saved model "
                          "cannot be loaded here: its classes are defined in the training script).")
@@ -306,6 +329,13 @@ def replay(path: str, model: keras.Model | None = None, custom_objects=None,
             state.restore_if(tf.constant(True))
             load_weights()
             _find_op(model, step_fn, data, report)
+        if quarantine.meta.get("checkpoint") == spike_replay.SPIKE:
+            def run_step(batch):
+                state.restore_if(tf.constant(True))
+                load_weights()
+                return _run_step(model, step_fn, batch)[1]
+
+            spike_replay.judge(report, quarantine.meta, model, context, run_step, data)
         return report
     finally:
         state.restore_if(tf.constant(True))

@@ -1,0 +1,328 @@
+"""Loss spikes, a check stage of the firewall: a step whose loss or gradient norm is an outlier.
+
+Most training that goes wrong at scale never produces a NaN: a batch with a
+few corrupted or mislabelled records makes the loss jump hundreds of
+standard deviations, Adam's moments absorb it, and the run spends thousands
+of steps recovering. With `guard(model, spikes=True)` the step's loss and
+global gradient norm are compared with the last `window` accepted steps,
+in the graph: a value above `mean + sigmas * std` of the window, once the
+window holds `warmup` values, fails the `"spike"` check stage like a NaN
+fails the loss stage. The policy then acts as for any violation: `skip`
+leaves the model, its metrics, the optimizer's slots and iterations
+bitwise as before, `raise` stops with a `GuardViolation` naming the
+signal, its value, the window's mean and spread and the threshold, `warn`
+applies the step and reports it; the batch is quarantined.
+
+The rule is OLMo-core's `SkipStepOptimizer` (mean + 6 sigma of the last 128
+steps, acting after 64; MaxText's `skip_step_on_spikes` is the same rule),
+with the window kept clean: only an accepted step whose values are finite
+and not a spike enters it. (OLMo-core appended every step's values, so a
+NaN once entered its window and made it skip the next 129 steps; here a
+rejected step, a warned spike and a NaN never do.)
+
+Everything is a tensor and the statistics are `tf.Variable`s (a ring buffer
+per signal): no host sync per step, and it holds under `jit_compile=True`.
+Under a `tf.distribute` strategy the signals are summed over the replicas
+first (the loss Keras's `compute_loss` returns is scaled by the replicas:
+the sum is the global batch's loss; the gradients at the optimizer's door
+are each replica's own: the norm is the root of their squares summed), so
+every replica takes the same decision and keeps the same window.
+
+Example (the window's statistics, as the step computes them):
+
+>>> import numpy as np, tensorflow as tf
+>>> stats = window_statistics(tf.constant([[1.0, 2.0, 3.0, 0.0]]), tf.constant([3], tf.int64), 2.0)
+>>> np.round(stats.numpy(), 3).tolist()  # mean, std, threshold, values in the window
+[[2.0, 1.0, 4.0, 3.0]]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+import tensorflow as tf
+
+from tfguard.errors import ContractError
+from tfguard.firewall import stats
+from tfguard.firewall.checkpoints import Flag, Slot
+
+STAGE = "spike"
+"""The check stage of a spike (a `Slot`'s checkpoint and check)."""
+SIGNALS = ("loss", "gradient_norm")
+"""What a spike can be seen in: the step's loss, the global norm of its gradients."""
+GRADIENT_NORM = "gradient_norm"
+TABLE = "spike"
+"""The step's output: `[k, 5]` per spike slot, its value, the window's mean, std, threshold and size."""
+COLUMNS = ("value", "mean", "std", "threshold", "window")
+
+
+@dataclasses.dataclass(frozen=True)
+class SpikeConfig:
+    """When a step's loss or gradient norm is a spike.
+
+    A value is a spike when it exceeds the mean of the window plus `sigmas`
+    times its standard deviation (the sample one, with Bessel's correction),
+    once the window holds `warmup` values.
+
+    Example:
+
+    >>> SpikeConfig(window=64, warmup=32).sigmas
+    6.0
+
+    Args:
+        window: how many accepted steps the statistics span. OLMo-core's
+            `SkipStepOptimizer(rolling_interval_length=128)`. Defaults to `128`.
+        sigmas: how many standard deviations above the mean a spike lies.
+            OLMo-core's `sigma_factor=6`. Defaults to `6.0`.
+        warmup: the values the window must hold before the check acts.
+            OLMo-core acts once it holds `rolling_interval_length // 2`.
+            Defaults to `64`.
+        signals: what is watched: `"loss"` (each loss the step computes
+            with `compute_loss`; a hand-written loop's returned loss) and
+            `"gradient_norm"` (the global norm of every gradient handed to
+            an optimizer). OLMo-core watches both. Defaults to
+            `("loss", "gradient_norm")`.
+    """
+
+    window: int = 128
+    sigmas: float = 6.0
+    warmup: int = 64
+    signals: tuple = SIGNALS
+
+    def __post_init__(self):
+        if isinstance(self.signals, str):
+            object.__setattr__(self, "signals", (self.signals,))
+        object.__setattr__(self, "signals", tuple(self.signals))
+        for name in ("window", "warmup"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 2:
+                raise ContractError(f"Received an invalid value for `{name}`, expected an integer of at "
+                                    f"least 2. Received: {name}={value!r}")
+        if self.warmup > self.window:
+            raise ContractError(f"Received warmup={self.warmup} with window={self.window}, expected "
+                                "warmup <= window: the window never holds more than `window` values.")
+        if isinstance(self.sigmas, bool) or not isinstance(self.sigmas, (int, float)) or not self.sigmas > 0:
+            raise ContractError("Received an invalid value for `sigmas`, expected a positive number. "
+                                f"Received: sigmas={self.sigmas!r}")
+        object.__setattr__(self, "sigmas", float(self.sigmas))
+        unknown = [s for s in self.signals if s not in SIGNALS]
+        if unknown or not self.signals:
+            raise ContractError(f"Received an invalid value for `signals`, expected one or more of {SIGNALS}. "
+                                f"Received: signals={self.signals!r}")
+
+
+def spike_config(value) -> SpikeConfig | None:
+    """`guard(spikes=...)` as a `SpikeConfig`: `True` the defaults, a mapping its fields, `False`/`None` off.
+
+    Example:
+
+    >>> spike_config({"sigmas": 8}).sigmas, spike_config(False)
+    (8.0, None)
+
+    Raises:
+        ContractError: for anything else, or a mapping with a key `SpikeConfig` does not have.
+    """
+    if value is None or value is False:
+        return None
+    if value is True:
+        return SpikeConfig()
+    if isinstance(value, SpikeConfig):
+        return value
+    if isinstance(value, Mapping):
+        fields = {f.name for f in dataclasses.fields(SpikeConfig)}
+        unknown = sorted(str(k) for k in value if k not in fields)
+        if unknown:
+            raise ContractError(f"Received an invalid key for `spikes`: {', '.join(unknown)}, expected "
+                                f"some of {sorted(fields)}. Received: spikes={dict(value)!r}")
+        return SpikeConfig(**value)
+    raise ContractError("Received an invalid value for `spikes`, expected True, False, a SpikeConfig or a "
+                        f"mapping of its fields. Received: spikes={value!r}")
+
+
+class SpikeWindow:
+    """The statistics of one guarded model: per signal, the last `window` accepted values (`tf.Variable`s).
+
+    The variables are made at trace time, the first time a signal is seen,
+    under the model's strategy (mirrored, written once per step by the
+    first replica: every replica computes the same values). They outlive
+    retraces and `fit` calls: the window describes the model's training.
+
+    Args:
+        config: the `SpikeConfig`.
+        strategy: the model's `tf.distribute` strategy. Defaults to `None` (the current one).
+    """
+
+    def __init__(self, config: SpikeConfig, strategy=None):
+        self.config = config
+        self.strategy = strategy
+        self._variables: dict[str, tuple[tf.Variable, tf.Variable]] = {}
+
+    def variables(self, name: str) -> tuple[tf.Variable, tf.Variable]:
+        """The ring buffer `[window]` of signal `name` and the count of values it took, made on first use."""
+        found = self._variables.get(name)
+        if found is None:
+            strategy = self.strategy or tf.distribute.get_strategy()
+            with tf.init_scope(), strategy.scope():
+                key = name.replace(" ", "_")
+                found = (
+                    tf.Variable(tf.zeros([self.config.window]), trainable=False, name=f"tfguard_spike_{key}",
+                                aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA),
+                    tf.Variable(tf.constant(0, tf.int64), trainable=False, name=f"tfguard_spike_{key}_count",
+                                aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA),
+                )
+            self._variables[name] = found
+        return found
+
+    def values(self, name: str):
+        """The values of signal `name` in the window, oldest first (NumPy; for tests and reports)."""
+        import numpy as np
+
+        buffer, count = (np.asarray(v.numpy()) for v in self.variables(name))
+        n, window = int(count), self.config.window
+        if n <= window:
+            return buffer[:n]
+        start = n % window
+        return np.concatenate([buffer[start:], buffer[:start]])
+
+
+def window_statistics(buffers: tf.Tensor, counts: tf.Tensor, sigmas: float) -> tf.Tensor:
+    """`[k, 4]`: per ring buffer, the mean, the std, the threshold `mean + sigmas * std`, the values it holds.
+
+    The buffers `[k, window]` hold `min(count, window)` values in their
+    first slots. The std is the sample one (Bessel's correction, as
+    `torch.std`); with fewer than 2 values it is 0.
+    """
+    window = buffers.shape[1]
+    held = tf.cast(tf.minimum(counts, window), tf.float32)
+    mask = tf.range(window, dtype=tf.float32)[None, :] < held[:, None]
+    mean = tf.reduce_sum(tf.where(mask, buffers, 0.0), axis=1) / tf.maximum(held, 1.0)
+    deviations = tf.where(mask, buffers - mean[:, None], 0.0)
+    std = tf.sqrt(tf.reduce_sum(tf.square(deviations), axis=1) / tf.maximum(held - 1.0, 1.0))
+    return tf.stack([mean, std, mean + sigmas * std, held], axis=1)
+
+
+def _all_reduce_sum(value: tf.Tensor) -> tf.Tensor:
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return value
+    return context.all_reduce(tf.distribute.ReduceOp.SUM, value)
+
+
+class SpikeCheck:
+    """The spike stage of one trace of a guarded step: its signals' flags, and the window's update.
+
+    `flags(context)` may be called several times in a step (at a gated
+    update's door, and at the step's end): the same updates and losses
+    give the same `Flag` objects, so the gate's decision covers the step's
+    when nothing came after it (`tfguard.firewall.gate.Gate.covers`). Each
+    update's squared gradient norm is taken once, where the update is
+    first judged: at its door when it is gated (the gradients die with it).
+
+    Args:
+        window: the model's `SpikeWindow`.
+    """
+
+    def __init__(self, window: SpikeWindow):
+        self.window = window
+        self.config = window.config
+        self._squares: dict[int, tf.Tensor] = {}  # id(update) -> the squared norm of its gradients
+        self._taken: dict[tuple, tuple] = {}  # (losses, updates) -> (flags, last)
+        self.last: tuple | None = None  # (names, values [k], spiking [k], table [k, 5]) of the last flags taken
+
+    def flags(self, context, returned=()) -> list[Flag]:
+        """One `"spike"` flag per watched signal of the step so far.
+
+        Args:
+            context: the step's `StepContext` (its losses and updates).
+            returned: the float scalars a hand-written step returned, its loss
+                when it never calls `compute_loss`. Defaults to none.
+        """
+        losses = [seen.loss for seen in context.losses] or list(returned)
+        updates = [u for u in context.updates if any(g is not None for g in u.gradients)]
+        watch_loss = "loss" in self.config.signals
+        watch_norm = GRADIENT_NORM in self.config.signals and bool(updates)
+        key = (tuple(id(t) for t in losses) if watch_loss else (), tuple(id(u) for u in updates) if watch_norm else ())
+        if key not in self._taken:
+            self._taken[key] = self._judge(losses, updates, watch_loss, watch_norm)
+        flags, self.last = self._taken[key]
+        return flags
+
+    def _judge(self, losses: list, updates: list, watch_loss: bool, watch_norm: bool) -> tuple[list[Flag], tuple | None]:
+        names, parts = [], []
+        if watch_loss:
+            for i, loss in enumerate(losses):
+                names.append("loss" if len(losses) == 1 else f"loss {i + 1}")
+                parts.append(tf.reshape(tf.reduce_sum(stats.as_float32(loss)), []))
+        if watch_norm:
+            names.append(GRADIENT_NORM)
+            squares = [self._squared_norm(u) for u in updates]
+            parts.append(tf.add_n(squares) if len(squares) > 1 else squares[0])
+        if not names:
+            return [], None
+        summed = _all_reduce_sum(tf.stack(parts))  # every replica decides on the same numbers
+        values = tf.concat([summed[:-1], tf.sqrt(summed[-1:])], axis=0) if watch_norm else summed
+        buffers, counts = zip(*(self.window.variables(name) for name in names))
+        statistics = window_statistics(tf.stack([tf.convert_to_tensor(b) for b in buffers]),
+                                       tf.stack([tf.convert_to_tensor(c) for c in counts]), self.config.sigmas)
+        threshold, held = statistics[:, 2], statistics[:, 3]
+        spiking = (held >= float(self.config.warmup)) & tf.math.is_finite(values) & (values > threshold)
+        table = tf.concat([values[:, None], statistics], axis=1)
+        flags = [Flag(Slot(STAGE, name, STAGE), ok=tf.logical_not(spiking[i])) for i, name in enumerate(names)]
+        return flags, (names, values, spiking, table)
+
+    def _squared_norm(self, update) -> tf.Tensor:
+        found = self._squares.get(id(update))
+        if found is None:
+            grads = [g for g in update.unscaled() if g is not None]
+            found = self._squares[id(update)] = stats.total_squares(grads)
+        return found
+
+    @property
+    def table(self) -> tf.Tensor | None:
+        """`[k, 5]` of the last flags taken: value, mean, std, threshold, window size (see `COLUMNS`)."""
+        return None if self.last is None else self.last[3]
+
+    def record(self, reject: tf.Tensor) -> None:
+        """Enters the step's values into the window when the step was accepted and none is a spike.
+
+        A rejected step (any violation), a warned spike (applied, yet an
+        outlier) and a non-finite value never enter: one bad batch cannot
+        widen the window and hide the next, nor make it skip healthy steps.
+        """
+        if self.last is None:
+            return
+        names, values, spiking, _ = self.last
+        enter = tf.logical_not(reject) & tf.logical_not(tf.reduce_any(spiking))
+        window = self.config.window
+        for i, name in enumerate(names):
+            buffer, count = self.window.variables(name)
+            taken = enter & tf.math.is_finite(values[i])
+            held = tf.convert_to_tensor(buffer)
+            slot = tf.one_hot(count % window, window, on_value=True, off_value=False)
+            buffer.assign(tf.where(slot & taken, values[i], held))
+            count.assign_add(tf.cast(taken, tf.int64))
+
+
+def describe(plan, index: int, extra: dict, sigmas: float) -> tuple[dict, str]:
+    """The counts and words of a failed spike slot: its value, the window's mean, spread and threshold.
+
+    Example:
+
+    >>> import numpy as np
+    >>> class Plan: slots = [Slot("loss", "loss", "finite"), Slot(STAGE, "loss", STAGE)]
+    >>> counts, text = describe(Plan(), 1, {TABLE: np.array([[9.0, 1.0, 0.25, 2.5, 128.0]])}, 6.0)
+    >>> text
+    'is a spike: 9 > 2.5, the mean 1 + 6 x the std 0.25 of the last 128 accepted steps'
+    """
+    row = sum(1 for slot in plan.slots[:index] if slot.checkpoint == STAGE)
+    values = [float(v) for v in extra[TABLE][row]]
+    counts = dict(zip(COLUMNS, values))
+    counts["sigmas"] = sigmas
+    value, mean, std, threshold, held = values
+    return counts, (f"is a spike: {value:.6g} > {threshold:.6g}, the mean {mean:.6g} + {sigmas:g} x the std "
+                    f"{std:.6g} of the last {int(held)} accepted steps")
+
+
+__all__ = ["COLUMNS", "GRADIENT_NORM", "SIGNALS", "STAGE", "TABLE", "SpikeCheck", "SpikeConfig", "SpikeWindow",
+           "describe", "spike_config", "window_statistics"]
