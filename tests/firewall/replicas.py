@@ -28,9 +28,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(program: str, *args: str) -> subprocess.CompletedProcess:
-    """Runs `TWO_CPUS + program` with `args` in a new process (the repository importable: `tests.…`)."""
+    """Runs `TWO_CPUS + program` with `args` in a new process (the repository importable: `tests.…`, and its `src` first)."""
     return subprocess.run(
         [sys.executable, "-c", TWO_CPUS + textwrap.dedent(program), *args],
         capture_output=True, text=True, timeout=300, cwd=ROOT,
-        env={"TF_CPP_MIN_LOG_LEVEL": "2", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+        env={"TF_CPP_MIN_LOG_LEVEL": "2", "PATH": "/usr/bin:/bin", "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}"},
     )

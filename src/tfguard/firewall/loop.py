@@ -49,6 +49,7 @@ from tfguard.firewall.checkpoints import Flag
 from tfguard.firewall.config import DEFAULT_QUARANTINE, GuardConfig
 from tfguard.firewall.door import FirewallContext, zero_sparse_unless
 from tfguard.firewall.policy import Counters, GuardEvent, Violation
+from tfguard.firewall.spikes import TABLE, SpikeCheck, SpikeWindow
 from tfguard.firewall.step import Plan, decide, step_after
 from tfguard.hooks import keras_compat
 from tfguard.hooks.context import add_outside_door, remove_outside_door
@@ -79,6 +80,7 @@ class GuardedStep(Counters):
         self.batches = 0
         self.host_step: int | None = None  # the global step of a step that updates no optimizer
         self.plan: Plan | None = None
+        self.spike_window = SpikeWindow(self.guard.spikes) if self.guard.spikes is not None else None
         self.violation = Violation(self)
         self.original_step = None
         self._compiled = isinstance(step_fn, tf.types.experimental.GenericFunction)
@@ -104,11 +106,18 @@ class GuardedStep(Counters):
             flags += checkpoints.finite_flags("loss", {
                 "returned value" + (f" {i}" if len(leaves) > 1 else ""): t for i, t in enumerate(leaves)})
         flags += checkpoints.gradients(step_context)
+        spike_check = SpikeCheck(self.spike_window) if self.spike_window is not None else None
+        if spike_check is not None:
+            flags += spike_check.flags(step_context, returned=_returned_loss(outputs))
         flags += checkpoints.update(step_context)
         extra = {}
         if flags:
             extra = decide(flags, self.guard.policy)
-            step_context.transaction.restore_if(extra.pop("reject"))
+            reject = extra.pop("reject")
+            step_context.transaction.restore_if(reject)
+            if spike_check is not None and spike_check.table is not None:
+                extra[TABLE] = spike_check.table
+                spike_check.record(reject)
         optimizer = step_context.step_optimizer
         if optimizer is not None:
             extra["iterations"] = tf.identity(tf.convert_to_tensor(optimizer.iterations))
@@ -138,10 +147,18 @@ class GuardedStep(Counters):
         return outputs
 
 
+def _returned_loss(outputs) -> list:
+    """The loss a hand-written step returned, for the spike stage: its `"loss"`, or its first float scalar."""
+    if isinstance(outputs, dict):
+        outputs = outputs.get("loss")
+    scalars = [t for t in checkpoints.float_leaves(outputs) if t.shape.rank == 0]
+    return scalars[:1]
+
+
 def guard_step(step_fn, model: keras.Model | None = None, *, policy: str = "raise",
                quarantine_dir: str | None = DEFAULT_QUARANTINE, max_consecutive_skips: int = 10,
                max_quarantined: int = 5, localize: bool = False,
-               jit_compile: bool | None = None) -> GuardedStep:
+               jit_compile: bool | None = None, spikes=False) -> GuardedStep:
     """Guards the step function of a hand-written training loop, in one line.
 
     Example:
@@ -166,6 +183,10 @@ def guard_step(step_fn, model: keras.Model | None = None, *, policy: str = "rais
             (only meaningful when the model's own step is the loop's).
             Defaults to `False`.
         jit_compile: compile the guarded step with XLA. Defaults to `None`.
+        spikes: also reject a step whose loss (what `compute_loss` returned,
+            else the function's returned loss) or global gradient norm is a
+            spike (`tfguard.firewall.spikes`): `True`, a `SpikeConfig` or a
+            mapping of its fields. Defaults to `False`.
 
     Returns:
         A `GuardedStep`: call it as the function.
@@ -173,7 +194,7 @@ def guard_step(step_fn, model: keras.Model | None = None, *, policy: str = "rais
     config = GuardConfig(policy=policy, forward="off", data=None,
                          quarantine_dir=quarantine_dir if model is not None else None,
                          max_consecutive_skips=max_consecutive_skips,
-                         max_quarantined=max_quarantined, localize=localize)
+                         max_quarantined=max_quarantined, localize=localize, spikes=spikes)
     return GuardedStep(step_fn, model, config, jit_compile=jit_compile)
 
 

@@ -162,17 +162,24 @@ class SpikeWindow:
         """The ring buffer `[window]` of signal `name` and the count of values it took, made on first use."""
         found = self._variables.get(name)
         if found is None:
-            strategy = self.strategy or tf.distribute.get_strategy()
-            with tf.init_scope(), strategy.scope():
-                key = name.replace(" ", "_")
-                found = (
-                    tf.Variable(tf.zeros([self.config.window]), trainable=False, name=f"tfguard_spike_{key}",
-                                aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA),
-                    tf.Variable(tf.constant(0, tf.int64), trainable=False, name=f"tfguard_spike_{key}_count",
-                                aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA),
-                )
+            replica = tf.distribute.get_replica_context()
+            if tf.distribute.has_strategy() and replica is not None:  # made once, for every replica's trace
+                found = replica.merge_call(lambda _: self._make(name))
+            else:
+                found = self._make(name)
             self._variables[name] = found
         return found
+
+    def _make(self, name: str) -> tuple[tf.Variable, tf.Variable]:
+        strategy = self.strategy or tf.distribute.get_strategy()
+        key = name.replace(" ", "_")
+        with tf.init_scope(), strategy.scope():
+            return (
+                tf.Variable(tf.zeros([self.config.window]), trainable=False, name=f"tfguard_spike_{key}",
+                            aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA),
+                tf.Variable(tf.constant(0, tf.int64), trainable=False, name=f"tfguard_spike_{key}_count",
+                            aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA),
+            )
 
     def values(self, name: str):
         """The values of signal `name` in the window, oldest first (NumPy; for tests and reports)."""
