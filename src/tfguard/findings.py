@@ -55,6 +55,7 @@ SYMPTOMS: dict[str, str] = {
     "batch_dependence": "an example's output at inference changes with the other examples of its batch",
     "training_mode_leak": "inference runs in training mode: Dropout fires or BatchNormalization uses batch statistics in predict/evaluate",
     "collapsed_output": "an output or embedding is the same for every input",
+    "loss_spike": "a step's loss or gradient norm jumped far above the steps before it (bad records in its batch)",
 }
 
 #: Severities, from the mildest to the worst.

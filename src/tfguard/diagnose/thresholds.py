@@ -207,6 +207,14 @@ class Thresholds:
             tfguard: measured (issue 22: the healthy user-shaped programs,
             custom steps and GANs included, skip 1-4 of 16 rules; a WGAN-GP
             with no recorded signals skipped 13). Defaults to `0.5`.
+        spike_window: `loss_spike` on logged batch losses compares each with
+            the mean and std of this many points before it (the spikes left
+            out). OLMo-core's `SkipStepOptimizer(rolling_interval_length=128)`,
+            the firewall's default (`tfguard.SpikeConfig`). Defaults to `128`.
+        spike_sigmas: a point this many standard deviations above that mean
+            is a spike. OLMo-core's `sigma_factor=6`. Defaults to `6.0`.
+        spike_warmup: the points the window must hold before a spike is
+            called. OLMo-core's `rolling_interval_length // 2`. Defaults to `64`.
     """
 
     persistence: int = 3
@@ -248,6 +256,9 @@ class Thresholds:
     lr_default_factor: float = 30.0
     input_wait_max: float = 0.5
     little_evidence_skipped: float = 0.5
+    spike_window: int = 128
+    spike_sigmas: float = 6.0
+    spike_warmup: int = 64
 
     @classmethod
     def resolve(cls, thresholds: Thresholds | Mapping | None) -> Thresholds:

@@ -49,7 +49,7 @@ from tfguard.firewall.checkpoints import Flag
 from tfguard.firewall.config import DEFAULT_QUARANTINE, GuardConfig
 from tfguard.firewall.door import FirewallContext, zero_sparse_unless
 from tfguard.firewall.policy import Counters, GuardEvent, Violation
-from tfguard.firewall.spikes import TABLE, SpikeCheck, SpikeWindow
+from tfguard.firewall.spikes import TABLE, SpikeCheck, SpikeWindow, batch_rows
 from tfguard.firewall.step import Plan, decide, step_after
 from tfguard.hooks import keras_compat
 from tfguard.hooks.context import add_outside_door, remove_outside_door
@@ -106,7 +106,7 @@ class GuardedStep(Counters):
             flags += checkpoints.finite_flags("loss", {
                 "returned value" + (f" {i}" if len(leaves) > 1 else ""): t for i, t in enumerate(leaves)})
         flags += checkpoints.gradients(step_context)
-        spike_check = SpikeCheck(self.spike_window) if self.spike_window is not None else None
+        spike_check = SpikeCheck(self.spike_window, batch_rows(args[:1])) if self.spike_window is not None else None
         if spike_check is not None:
             flags += spike_check.flags(step_context, returned=_returned_loss(outputs))
         flags += checkpoints.update(step_context)

@@ -41,6 +41,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
+import numpy as np
 import tensorflow as tf
 
 from tfguard.errors import ContractError
@@ -53,8 +54,8 @@ SIGNALS = ("loss", "gradient_norm")
 """What a spike can be seen in: the step's loss, the global norm of its gradients."""
 GRADIENT_NORM = "gradient_norm"
 TABLE = "spike"
-"""The step's output: `[k, 5]` per spike slot, its value, the window's mean, std, threshold and size."""
-COLUMNS = ("value", "mean", "std", "threshold", "window")
+"""The step's output: `[k, 6]` per spike slot, its value, the window's mean, std, threshold, size and spread scale."""
+COLUMNS = ("value", "mean", "std", "threshold", "window", "scale")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,35 +157,38 @@ class SpikeWindow:
     def __init__(self, config: SpikeConfig, strategy=None):
         self.config = config
         self.strategy = strategy
-        self._variables: dict[str, tuple[tf.Variable, tf.Variable]] = {}
+        self._variables: dict[str, tf.Variable] = {}
 
     def variables(self, name: str) -> tuple[tf.Variable, tf.Variable]:
         """The ring buffer `[window]` of signal `name` and the count of values it took, made on first use."""
+        key = name.replace(" ", "_")
+        return (self._variable(f"tfguard_spike_{key}", np.zeros([self.config.window], np.float32)),
+                self._variable(f"tfguard_spike_{key}_count", np.int64(0)))
+
+    def largest_batch(self) -> tf.Variable:
+        """The most examples an accepted step's batch held (0 before the first), made on first use."""
+        return self._variable("tfguard_spike_largest_batch", np.float32(0.0))
+
+    def _variable(self, name: str, initial: np.ndarray) -> tf.Variable:
+        """A variable made outside the trace (its initial value is NumPy: no tensor of the step's graph)."""
         found = self._variables.get(name)
         if found is None:
             replica = tf.distribute.get_replica_context()
             if tf.distribute.has_strategy() and replica is not None:  # made once, for every replica's trace
-                found = replica.merge_call(lambda _: self._make(name))
+                found = replica.merge_call(lambda _: self._make(name, initial))
             else:
-                found = self._make(name)
+                found = self._make(name, initial)
             self._variables[name] = found
         return found
 
-    def _make(self, name: str) -> tuple[tf.Variable, tf.Variable]:
+    def _make(self, name: str, initial: np.ndarray) -> tf.Variable:
         strategy = self.strategy or tf.distribute.get_strategy()
-        key = name.replace(" ", "_")
         with tf.init_scope(), strategy.scope():
-            return (
-                tf.Variable(tf.zeros([self.config.window]), trainable=False, name=f"tfguard_spike_{key}",
-                            aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA),
-                tf.Variable(tf.constant(0, tf.int64), trainable=False, name=f"tfguard_spike_{key}_count",
-                            aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA),
-            )
+            return tf.Variable(initial, trainable=False, name=name,
+                               aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
 
     def values(self, name: str):
         """The values of signal `name` in the window, oldest first (NumPy; for tests and reports)."""
-        import numpy as np
-
         buffer, count = (np.asarray(v.numpy()) for v in self.variables(name))
         n, window = int(count), self.config.window
         if n <= window:
@@ -226,16 +230,25 @@ class SpikeCheck:
     update's squared gradient norm is taken once, where the update is
     first judged: at its door when it is gated (the gradients die with it).
 
+    A batch smaller than the largest an accepted step held (the last,
+    partial batch of an epoch) has its allowed spread widened by
+    `sqrt(largest / rows)`: the loss of fewer examples is a noisier mean
+    (its standard error grows as `1 / sqrt(rows)`). Batches of one size
+    are judged by OLMo-core's rule exactly.
+
     Args:
         window: the model's `SpikeWindow`.
+        rows: the examples in this replica's batch (a scalar tensor), or `None`
+            when the step's inputs do not say. Defaults to `None`.
     """
 
-    def __init__(self, window: SpikeWindow):
+    def __init__(self, window: SpikeWindow, rows: tf.Tensor | None = None):
         self.window = window
         self.config = window.config
+        self.rows = rows
         self._squares: dict[int, tf.Tensor] = {}  # id(update) -> the squared norm of its gradients
         self._taken: dict[tuple, tuple] = {}  # (losses, updates) -> (flags, last)
-        self.last: tuple | None = None  # (names, values [k], spiking [k], table [k, 5]) of the last flags taken
+        self.last: tuple | None = None  # (names, values [k], spiking [k], table [k, 6], rows) of the last flags
 
     def flags(self, context, returned=()) -> list[Flag]:
         """One `"spike"` flag per watched signal of the step so far.
@@ -267,16 +280,25 @@ class SpikeCheck:
             parts.append(tf.add_n(squares) if len(squares) > 1 else squares[0])
         if not names:
             return [], None
+        k = len(names)
+        if self.rows is not None:
+            parts.append(tf.cast(self.rows, tf.float32))
         summed = _all_reduce_sum(tf.stack(parts))  # every replica decides on the same numbers
-        values = tf.concat([summed[:-1], tf.sqrt(summed[-1:])], axis=0) if watch_norm else summed
+        values = tf.concat([summed[:k - 1], tf.sqrt(summed[k - 1:k])], axis=0) if watch_norm else summed[:k]
+        rows = summed[k] if self.rows is not None else None
         buffers, counts = zip(*(self.window.variables(name) for name in names))
         statistics = window_statistics(tf.stack([tf.convert_to_tensor(b) for b in buffers]),
                                        tf.stack([tf.convert_to_tensor(c) for c in counts]), self.config.sigmas)
-        threshold, held = statistics[:, 2], statistics[:, 3]
+        mean, std, held = statistics[:, 0], statistics[:, 1], statistics[:, 3]
+        scale = tf.ones([k])
+        if rows is not None:  # a partial batch is a noisier mean: its spread is wider
+            largest = tf.convert_to_tensor(self.window.largest_batch())
+            scale = tf.fill([k], tf.sqrt(tf.maximum(largest, rows) / tf.maximum(rows, 1.0)))
+        threshold = mean + self.config.sigmas * std * scale
         spiking = (held >= float(self.config.warmup)) & tf.math.is_finite(values) & (values > threshold)
-        table = tf.concat([values[:, None], statistics], axis=1)
+        table = tf.stack([values, mean, std, threshold, held, scale], axis=1)
         flags = [Flag(Slot(STAGE, name, STAGE), ok=tf.logical_not(spiking[i])) for i, name in enumerate(names)]
-        return flags, (names, values, spiking, table)
+        return flags, (names, values, spiking, table, rows)
 
     def _squared_norm(self, update) -> tf.Tensor:
         found = self._squares.get(id(update))
@@ -287,7 +309,7 @@ class SpikeCheck:
 
     @property
     def table(self) -> tf.Tensor | None:
-        """`[k, 5]` of the last flags taken: value, mean, std, threshold, window size (see `COLUMNS`)."""
+        """`[k, 6]` of the last flags taken: value, mean, std, threshold, window size, spread scale (`COLUMNS`)."""
         return None if self.last is None else self.last[3]
 
     def record(self, reject: tf.Tensor) -> None:
@@ -299,9 +321,13 @@ class SpikeCheck:
         """
         if self.last is None:
             return
-        names, values, spiking, _ = self.last
+        names, values, spiking, _, rows = self.last
         enter = tf.logical_not(reject) & tf.logical_not(tf.reduce_any(spiking))
         window = self.config.window
+        if rows is not None:
+            largest = self.window.largest_batch()
+            held_most = tf.convert_to_tensor(largest)
+            largest.assign(tf.where(enter, tf.maximum(held_most, rows), held_most))
         for i, name in enumerate(names):
             buffer, count = self.window.variables(name)
             taken = enter & tf.math.is_finite(values[i])
@@ -311,6 +337,20 @@ class SpikeCheck:
             count.assign_add(tf.cast(taken, tf.int64))
 
 
+def batch_rows(x) -> tf.Tensor | None:
+    """The examples in a batch: the leading dimension of its first input tensor, or `None`.
+
+    Example:
+
+    >>> int(batch_rows({"a": tf.zeros([5, 2])}))
+    5
+    """
+    for leaf in tf.nest.flatten(x):
+        if isinstance(leaf, tf.Tensor) and leaf.shape.rank:
+            return tf.shape(leaf)[0]
+    return None
+
+
 def describe(plan, index: int, extra: dict, sigmas: float) -> tuple[dict, str]:
     """The counts and words of a failed spike slot: its value, the window's mean, spread and threshold.
 
@@ -318,7 +358,7 @@ def describe(plan, index: int, extra: dict, sigmas: float) -> tuple[dict, str]:
 
     >>> import numpy as np
     >>> class Plan: slots = [Slot("loss", "loss", "finite"), Slot(STAGE, "loss", STAGE)]
-    >>> counts, text = describe(Plan(), 1, {TABLE: np.array([[9.0, 1.0, 0.25, 2.5, 128.0]])}, 6.0)
+    >>> counts, text = describe(Plan(), 1, {TABLE: np.array([[9.0, 1.0, 0.25, 2.5, 128.0, 1.0]])}, 6.0)
     >>> text
     'is a spike: 9 > 2.5, the mean 1 + 6 x the std 0.25 of the last 128 accepted steps'
     """
@@ -326,10 +366,11 @@ def describe(plan, index: int, extra: dict, sigmas: float) -> tuple[dict, str]:
     values = [float(v) for v in extra[TABLE][row]]
     counts = dict(zip(COLUMNS, values))
     counts["sigmas"] = sigmas
-    value, mean, std, threshold, held = values
+    value, mean, std, threshold, held, scale = values
+    widened = f" x {scale:.3g} (a smaller batch than the largest)" if scale > 1.0 + 1e-6 else ""
     return counts, (f"is a spike: {value:.6g} > {threshold:.6g}, the mean {mean:.6g} + {sigmas:g} x the std "
-                    f"{std:.6g} of the last {int(held)} accepted steps")
+                    f"{std:.6g}{widened} of the last {int(held)} accepted steps")
 
 
 __all__ = ["COLUMNS", "GRADIENT_NORM", "SIGNALS", "STAGE", "TABLE", "SpikeCheck", "SpikeConfig", "SpikeWindow",
-           "describe", "spike_config", "window_statistics"]
+           "batch_rows", "describe", "spike_config", "window_statistics"]

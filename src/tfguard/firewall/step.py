@@ -245,7 +245,8 @@ def make_step(model: keras.Model, inst, original) -> callable:
         want_taps = layers_mode or bool(kinds) or (config is not None and config.forward == "output")
         tape = taps.Tape() if want_taps else None
         data_flags = list(flags)
-        spike_check = spikes.SpikeCheck(inst.spike_window) if config is not None and inst.spike_window else None
+        spike_check = (spikes.SpikeCheck(inst.spike_window, spikes.batch_rows(x))
+                       if config is not None and inst.spike_window else None)
         judged = {}  # layer outputs judged at a gated update's door: (slot, tensor id) -> Flag (no annotation: AutoGraph cannot convert an annotated nonlocal)
 
         def collect(final: bool, logs=None, state: bool = True) -> list[Flag]:

@@ -30,8 +30,8 @@ import re
 from tfguard import tags
 from tfguard.diagnose.inputs.signals import Signals
 
-CHECKPOINTS = ("data", "forward", "loss", "gradients", "update")
-"""The firewall's checkpoints, in the order a step passes them."""
+CHECKPOINTS = ("data", "forward", "loss", "gradients", "update", "spike")
+"""The firewall's checkpoints, in the order a violation names them."""
 
 _LINE = re.compile(r"- step (-?\d+), \*\*([^*]*)\*\*: (.*?) \(([a-z]+)\)\. (.*)", re.S)
 _POSITION = re.compile(r"at batch (\d+)(?: \(epoch (\d+)(?:, batch (\d+) of the epoch)?\))?")

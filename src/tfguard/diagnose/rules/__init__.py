@@ -34,6 +34,7 @@ from tfguard.diagnose.rules.loss_curve import (
 from tfguard.diagnose.rules.numeric import nonfinite
 from tfguard.diagnose.rules.optimizer import learning_rate
 from tfguard.diagnose.rules.pipeline import input_bound, python_in_pipeline
+from tfguard.diagnose.rules.spikes import loss_spike
 
 RULES: dict[str, Rule] = {
     rule.id: rule
@@ -64,6 +65,7 @@ RULES: dict[str, Rule] = {
         Rule("batch_dependence", batch_dependence, "invariants/records", after_death=True),
         Rule("training_mode_leak", training_mode_leak, "invariants/records", after_death=True),
         Rule("collapsed_output", collapsed_output, "invariants/records", after_death=True),
+        Rule("loss_spike", loss_spike, "guard/records of the spike stage, or batch/loss"),
     )
 }
 
