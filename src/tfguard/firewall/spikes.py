@@ -31,7 +31,7 @@ every replica takes the same decision and keeps the same window.
 Example (the window's statistics, as the step computes them):
 
 >>> import numpy as np, tensorflow as tf
->>> stats = window_statistics(tf.constant([[1.0, 2.0, 3.0, 0.0]]), tf.constant([3], tf.int64), 2.0)
+>>> stats = window_statistics(tf.constant([[1.0, 2.0, 3.0, 0.0]]), tf.constant(3, tf.int64), 2.0)
 >>> np.round(stats.numpy(), 3).tolist()  # mean, std, threshold, values in the window
 [[2.0, 1.0, 4.0, 3.0]]
 """
@@ -142,9 +142,11 @@ def spike_config(value) -> SpikeConfig | None:
 
 
 class SpikeWindow:
-    """The statistics of one guarded model: per signal, the last `window` accepted values (`tf.Variable`s).
+    """The statistics of one guarded model: the last `window` accepted values of its signals (`tf.Variable`s).
 
-    The variables are made at trace time, the first time a signal is seen,
+    One ring `[k, window]` per set of signals a step watches, the count of
+    steps it took, and the most examples an accepted batch held. The
+    variables are made at trace time, the first time the set is seen,
     under the model's strategy (mirrored, written once per step by the
     first replica: every replica computes the same values). They outlive
     retraces and `fit` calls: the window describes the model's training.
@@ -158,12 +160,17 @@ class SpikeWindow:
         self.config = config
         self.strategy = strategy
         self._variables: dict[str, tf.Variable] = {}
+        self._rings: dict[tuple, tuple[tf.Variable, tf.Variable]] = {}
 
-    def variables(self, name: str) -> tuple[tf.Variable, tf.Variable]:
-        """The ring buffer `[window]` of signal `name` and the count of values it took, made on first use."""
-        key = name.replace(" ", "_")
-        return (self._variable(f"tfguard_spike_{key}", np.zeros([self.config.window], np.float32)),
+    def ring(self, names: tuple) -> tuple[tf.Variable, tf.Variable]:
+        """The ring `[len(names), window]` of these signals and the count of steps it took, made on first use."""
+        found = self._rings.get(names)
+        if found is None:
+            key = "_".join(name.replace(" ", "_") for name in names)
+            found = self._rings[names] = (
+                self._variable(f"tfguard_spike_{key}", np.zeros([len(names), self.config.window], np.float32)),
                 self._variable(f"tfguard_spike_{key}_count", np.int64(0)))
+        return found
 
     def largest_batch(self) -> tf.Variable:
         """The most examples an accepted step's batch held (0 before the first), made on first use."""
@@ -187,30 +194,31 @@ class SpikeWindow:
             return tf.Variable(initial, trainable=False, name=name,
                                aggregation=tf.VariableAggregation.ONLY_FIRST_REPLICA)
 
-    def values(self, name: str):
-        """The values of signal `name` in the window, oldest first (NumPy; for tests and reports)."""
-        buffer, count = (np.asarray(v.numpy()) for v in self.variables(name))
-        n, window = int(count), self.config.window
-        if n <= window:
-            return buffer[:n]
-        start = n % window
-        return np.concatenate([buffer[start:], buffer[:start]])
+    def values(self, name: str) -> np.ndarray:
+        """The values of signal `name` in its window, oldest first (NumPy; for tests and reports)."""
+        for names, (ring, count) in self._rings.items():
+            if name in names:
+                row, n, window = np.asarray(ring.numpy())[names.index(name)], int(count.numpy()), self.config.window
+                if n <= window:
+                    return row[:n]
+                return np.concatenate([row[n % window:], row[:n % window]])
+        return np.zeros([0], np.float32)
 
 
-def window_statistics(buffers: tf.Tensor, counts: tf.Tensor, sigmas: float) -> tf.Tensor:
-    """`[k, 4]`: per ring buffer, the mean, the std, the threshold `mean + sigmas * std`, the values it holds.
+def window_statistics(ring: tf.Tensor, count: tf.Tensor, sigmas: float) -> tf.Tensor:
+    """`[k, 4]`: per row of a ring, the mean, the std, the threshold `mean + sigmas * std`, the values it holds.
 
-    The buffers `[k, window]` hold `min(count, window)` values in their
-    first slots. The std is the sample one (Bessel's correction, as
+    The ring `[k, window]` holds `min(count, window)` values in the first
+    slots of each row. The std is the sample one (Bessel's correction, as
     `torch.std`); with fewer than 2 values it is 0.
     """
-    window = buffers.shape[1]
-    held = tf.cast(tf.minimum(counts, window), tf.float32)
-    mask = tf.range(window, dtype=tf.float32)[None, :] < held[:, None]
-    mean = tf.reduce_sum(tf.where(mask, buffers, 0.0), axis=1) / tf.maximum(held, 1.0)
-    deviations = tf.where(mask, buffers - mean[:, None], 0.0)
+    k, window = ring.shape
+    held = tf.cast(tf.minimum(count, window), tf.float32)
+    mask = tf.range(window, dtype=tf.float32) < held
+    mean = tf.reduce_sum(tf.where(mask, ring, 0.0), axis=1) / tf.maximum(held, 1.0)
+    deviations = tf.where(mask, ring - mean[:, None], 0.0)
     std = tf.sqrt(tf.reduce_sum(tf.square(deviations), axis=1) / tf.maximum(held - 1.0, 1.0))
-    return tf.stack([mean, std, mean + sigmas * std, held], axis=1)
+    return tf.stack([mean, std, mean + sigmas * std, tf.fill([k], held)], axis=1)
 
 
 def _all_reduce_sum(value: tf.Tensor) -> tf.Tensor:
@@ -286,9 +294,8 @@ class SpikeCheck:
         summed = _all_reduce_sum(tf.stack(parts))  # every replica decides on the same numbers
         values = tf.concat([summed[:k - 1], tf.sqrt(summed[k - 1:k])], axis=0) if watch_norm else summed[:k]
         rows = summed[k] if self.rows is not None else None
-        buffers, counts = zip(*(self.window.variables(name) for name in names))
-        statistics = window_statistics(tf.stack([tf.convert_to_tensor(b) for b in buffers]),
-                                       tf.stack([tf.convert_to_tensor(c) for c in counts]), self.config.sigmas)
+        ring, count = self.window.ring(tuple(names))
+        statistics = window_statistics(tf.convert_to_tensor(ring), tf.convert_to_tensor(count), self.config.sigmas)
         mean, std, held = statistics[:, 0], statistics[:, 1], statistics[:, 3]
         scale = tf.ones([k])
         if rows is not None:  # a partial batch is a noisier mean: its spread is wider
@@ -313,28 +320,27 @@ class SpikeCheck:
         return None if self.last is None else self.last[3]
 
     def record(self, reject: tf.Tensor) -> None:
-        """Enters the step's values into the window when the step was accepted and none is a spike.
+        """Enters the step's values into the window when the step was accepted, none is a spike and all are finite.
 
         A rejected step (any violation), a warned spike (applied, yet an
-        outlier) and a non-finite value never enter: one bad batch cannot
-        widen the window and hide the next, nor make it skip healthy steps.
+        outlier) and a non-finite value (a loss-scaled step whose gradients
+        overflowed) never enter: one bad batch cannot widen the window and
+        hide the next, nor make it skip healthy steps.
         """
         if self.last is None:
             return
         names, values, spiking, _, rows = self.last
-        enter = tf.logical_not(reject) & tf.logical_not(tf.reduce_any(spiking))
-        window = self.config.window
+        enter = (tf.logical_not(reject) & tf.logical_not(tf.reduce_any(spiking))
+                 & tf.reduce_all(tf.math.is_finite(values)))
         if rows is not None:
             largest = self.window.largest_batch()
             held_most = tf.convert_to_tensor(largest)
             largest.assign(tf.where(enter, tf.maximum(held_most, rows), held_most))
-        for i, name in enumerate(names):
-            buffer, count = self.window.variables(name)
-            taken = enter & tf.math.is_finite(values[i])
-            held = tf.convert_to_tensor(buffer)
-            slot = tf.one_hot(count % window, window, on_value=True, off_value=False)
-            buffer.assign(tf.where(slot & taken, values[i], held))
-            count.assign_add(tf.cast(taken, tf.int64))
+        ring, count = self.window.ring(tuple(names))
+        held = tf.convert_to_tensor(ring)
+        slot = tf.one_hot(count % self.config.window, self.config.window, on_value=True, off_value=False) & enter
+        ring.assign(tf.where(slot, values[:, None], held))
+        count.assign_add(tf.cast(enter, tf.int64))
 
 
 def batch_rows(x) -> tf.Tensor | None:

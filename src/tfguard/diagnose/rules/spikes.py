@@ -35,7 +35,7 @@ import numpy as np
 
 from tfguard import tags
 from tfguard.diagnose.finding import Finding, fmt
-from tfguard.diagnose.inputs.signals import MissingSignals, Series, Signals
+from tfguard.diagnose.inputs.signals import MissingSignals, Series, Signals, epochs_for
 from tfguard.diagnose.thresholds import Thresholds
 
 SPIKE = "spike"
@@ -132,9 +132,12 @@ def per_batch(signals: Signals) -> tuple[Series, str]:
     if ends is None or not len(ends):
         ends = infer_epoch_ends(batch, signals.series(tags.train("loss")))
     steps, values = batch.steps.astype(np.int64), batch.values.astype(np.float64)
-    if ends is None or not is_running_mean(steps, values, np.asarray(ends, np.int64)):
+    if ends is None:
         return batch, "the logged batch losses"
     ends = np.asarray(ends, np.int64)
+    batch = Series(steps, values, epochs_for(steps, ends))
+    if not is_running_mean(steps, values, ends):
+        return batch, "the logged batch losses"
     epoch, k = _within_epoch(steps, ends)
     losses = values.copy()
     for i in range(1, len(values)):
