@@ -100,6 +100,26 @@ def loss_curve(d: Diagnosis) -> dict | None:
     return None
 
 
+def spike_marks(d: Diagnosis) -> list[dict]:
+    """The loss spikes of a run (its `loss_spike` finding) as the timeline marks them: step, value, what was done.
+
+    Example:
+
+    >>> from tfguard.diagnose import Finding, Diagnosis
+    >>> f = Finding("loss_spike", "info", "", evidence={"steps": [7], "values": [9.5], "actions": ["skipped"]})
+    >>> spike_marks(Diagnosis(run="a", findings=[f]))
+    [{'step': 7, 'value': 9.5, 'action': 'skipped'}]
+    """
+    marks = []
+    for finding in d.findings:
+        if finding.id != "loss_spike":
+            continue
+        steps, values = finding.evidence.get("steps") or [], finding.evidence.get("values") or []
+        actions = finding.evidence.get("actions") or ["applied"] * len(steps)
+        marks += [{"step": int(s), "value": v, "action": str(a)} for s, v, a in zip(steps, values, actions)]
+    return strict_json(marks)
+
+
 def run_view(d: Diagnosis, *, updated: float | None = None, now: float | None = None) -> dict:
     """One run as the tab shows it: the `tfguard.report/1` run, its headline and its violations.
 
@@ -112,8 +132,9 @@ def run_view(d: Diagnosis, *, updated: float | None = None, now: float | None = 
 
     Returns:
         The run of `to_json`, plus `kind`, `headline`, `violations`
-        (at most `MAX_VIOLATIONS`), `violation_count`, `loss` (the curve
-        the violations are drawn on, `loss_curve`), `ended` (True when
+        (at most `MAX_VIOLATIONS`), `violation_count`, `spikes` (the loss
+        spikes, `spike_marks`), `loss` (the curve the violations and spikes
+        are drawn on, `loss_curve`), `ended` (True when
         tfguard's Logger wrote how the run ended, False when it has not
         yet, `None` for logs that never say: Keras's callback), `updated`
         (the mtime of its newest event file) and `age_s` (seconds since).
@@ -121,7 +142,8 @@ def run_view(d: Diagnosis, *, updated: float | None = None, now: float | None = 
     (view,) = to_json([d])["runs"]
     view["kind"], view["headline"] = headline(d)
     view["violations"], view["violation_count"] = _violations(d)
-    view["loss"] = loss_curve(d) if view["violations"] else None
+    view["spikes"] = spike_marks(d)
+    view["loss"] = loss_curve(d) if view["violations"] or view["spikes"] else None
     view["updated"] = updated
     ended = getattr(d.signals, "status", None) is not None if d.signals is not None else False
     view["ended"] = True if ended else (False if d.source == "tfguard" else None)
@@ -150,4 +172,4 @@ def ranking(diagnoses: list[Diagnosis], sort_by: str | None = None) -> dict:
 
 
 __all__ = ["MAX_CURVE_POINTS", "MAX_VIOLATIONS", "SORT_KEYS", "headline", "loss_curve", "ranking", "run_view",
-           "sort_key"]
+           "sort_key", "spike_marks"]

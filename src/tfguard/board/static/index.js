@@ -106,11 +106,13 @@ function svg(tag, attributes, parent) {
   return node;
 }
 
-function timeline(violations, loss) {
-  // The loss over steps (as the HTML report draws it), each flagged step a red band and a mark.
+function timeline(violations, loss, spikes = []) {
+  // The loss over steps (as the HTML report draws it), each flagged step a red band and a mark,
+  // each loss spike a triangle above its step (filled: applied; hollow: rejected).
   const width = 640, height = 120, pad = 12, markY = height - 22, top = 8, bottom = height - 34;
   const lossSteps = loss ? loss.steps : [];
-  const steps = [...lossSteps, ...violations.map((v) => Number(v.step))].filter(Number.isFinite);
+  const steps = [...lossSteps, ...violations.map((v) => Number(v.step)), ...spikes.map((s) => Number(s.step))]
+    .filter(Number.isFinite);
   const lo = Math.min(...steps), hi = Math.max(...steps);
   const x = (step) => (hi > lo ? pad + ((step - lo) / (hi - lo)) * (width - 2 * pad) : width / 2);
   const chart = svg('svg', {viewBox: `0 0 ${width} ${height}`, class: 'timeline'});
@@ -133,6 +135,14 @@ function timeline(violations, loss) {
     const title = svg('title', {}, mark);
     title.textContent = `step ${v.step}: ${v.checkpoint} · ${v.where} (${v.action})`;
   }
+  for (const s of spikes) {
+    const at = x(Number(s.step));
+    if (!Number.isFinite(at)) continue;
+    const mark = svg('polygon', {points: `${at - 5},${top} ${at + 5},${top} ${at},${top + 8}`,
+      class: `spike action-${s.action || 'applied'}`}, chart);
+    const title = svg('title', {}, mark);
+    title.textContent = `step ${s.step}: loss spike ${fmt(s.value)} (${s.action || 'applied'})`;
+  }
   for (const [at, label, anchor] of [[pad, lo, 'start'], [width - pad, hi, 'end']]) {
     const text = svg('text', {x: at, y: height - 1, 'text-anchor': anchor}, chart);
     text.textContent = `step ${label}`;
@@ -148,7 +158,7 @@ function firewall(run) {
   box.appendChild(el('h3', null, 'Firewall'));
   box.appendChild(el('p', null, `${run.violation_count} violation(s) recorded` + (actions.length ? ` (${actions.join(', ')})` : '')
     + (run.violation_count > run.violations.length ? `; the first ${run.violations.length} are listed` : '')));
-  box.appendChild(timeline(run.violations, run.loss));
+  box.appendChild(timeline(run.violations, run.loss, list(run.spikes)));
   const rows = run.violations.map((v) => [
     v.step,
     v.batch === null ? '-' : `batch ${v.batch}` + (v.epoch === null ? '' : ` (epoch ${v.epoch})`),
@@ -161,6 +171,17 @@ function firewall(run) {
   ]);
   box.appendChild(table(['step', 'batch', 'checkpoint · check', 'tensor / layer / variable', 'values',
     'what was done', 'quarantined', 'replay localized'], rows, 'violations'));
+  return box;
+}
+
+function spikeBox(run) {
+  // A run the firewall did not guard: its loss spikes, on the loss timeline.
+  const box = el('div', 'firewall');
+  box.appendChild(el('h3', null, 'Loss spikes'));
+  const spikes = list(run.spikes);
+  box.appendChild(el('p', null, `${spikes.length} loss spike(s) found in the logged batch losses; `
+    + 'none was rejected (guard the training with spikes=True to skip them)'));
+  box.appendChild(timeline([], run.loss, spikes));
   return box;
 }
 
@@ -186,6 +207,7 @@ function runSection(run) {
     for (const f of symptoms) findings.appendChild(findingItem(f, causes));
   }
   if (list(run.violations).length) section.appendChild(firewall(run));
+  else if (list(run.spikes).length) section.appendChild(spikeBox(run));
   if (run.status && list(run.status.missing).length) {
     section.appendChild(el('p', 'muted', 'missing: ' + run.status.missing.join('; ')));
   }

@@ -41,6 +41,8 @@ from tfguard.diagnose.thresholds import Thresholds
 SPIKE = "spike"
 """The firewall's check stage of a spike, as its records name it."""
 REJECTED = ("skipped", "raised")
+SHOWN = 50
+"""The most spikes a finding lists (steps, values, what was done); `count` says how many there were."""
 MIN_SLOPE_POINTS = 20
 
 
@@ -169,7 +171,8 @@ def loss_spike(signals: Signals, thresholds: Thresholds) -> list[Finding]:
     if not found:
         return []
     spikes = [{"step": int(series.steps[i]), "epoch": series.at(i)[1], "value": float(series.values[i]),
-               "mean": mean, "std": std, "threshold": threshold} for i, mean, std, threshold in found]
+               "mean": mean, "std": std, "threshold": threshold, "action": "applied"}
+              for i, mean, std, threshold in found]
     return [_finding(signals, spikes, "loss", rejected=0, source=source)]
 
 
@@ -180,7 +183,7 @@ def _from_records(signals: Signals, records: list[dict]) -> Finding:
         spikes.append({"step": int(record.get("step", 0)), "epoch": record.get("epoch"),
                        "batch": record.get("batch"), "value": counts.get("value", np.nan),
                        "mean": counts.get("mean", np.nan), "std": counts.get("std", np.nan),
-                       "threshold": counts.get("threshold", np.nan)})
+                       "threshold": counts.get("threshold", np.nan), "action": str(record.get("action", ""))})
         rejected += record.get("action") in REJECTED
         if record.get("where") and record["where"] not in where:
             where.append(str(record["where"]))
@@ -209,10 +212,11 @@ def _finding(signals: Signals, spikes: list[dict], where: str, *, rejected: int,
         message += "None was rejected: every update was applied."
     evidence = {"count": count, "rejected": rejected, "applied": applied, "largest_sigmas": sizes[largest],
                 "largest_step": big["step"], "first_value": first["value"], "first_threshold": first["threshold"],
-                "steps": [s["step"] for s in spikes[:50]], "source": source}
+                "steps": [s["step"] for s in spikes[:SHOWN]], "values": [s["value"] for s in spikes[:SHOWN]],
+                "actions": [s["action"] for s in spikes[:SHOWN]], "source": source}
     batches = [s.get("batch") for s in spikes if s.get("batch") is not None]
     if batches:
-        evidence["batches"] = batches[:50]
+        evidence["batches"] = batches[:SHOWN]
     suggestion = ("Replay a quarantined batch (`tfguard replay PATH`): it says whether the spike reproduces and "
                   "names the rows that drive it; drop or fix those records (they come back every epoch).")
     if applied:

@@ -9,7 +9,8 @@ so importing `tfguard.diagnose` (and `tfguard diagnose`, which draws
 nothing) stays quick.
 
 - `loss_png`: training / validation / per-batch loss, with the onset of each
-  finding marked by a dashed line labelled with the symptom id.
+  finding marked by a dashed line labelled with the symptom id, and every
+  loss spike by a triangle (filled: applied; hollow: rejected).
 - `metrics_png`: the other epoch metrics (accuracy, ...), train and val; the
   learning rate is never one of them.
 - `learning_rate_png`: every learning rate the run logged (one per
@@ -41,6 +42,7 @@ from tfguard.diagnose.report.plots.kit import (
     finish,
     label,
     mark,
+    mark_spikes,
     plot_losses,
     png,
     use_steps,
@@ -80,6 +82,7 @@ def loss_png(signals: Signals, findings) -> bytes | None:
     ax = fig.subplots()
     plot_losses(ax, curves, by_step)
     mark(ax, signals, findings, by_step)
+    mark_spikes(ax, findings, by_step)
     finish(ax, "step" if by_step else "epoch", "loss")
     return png(fig)
 

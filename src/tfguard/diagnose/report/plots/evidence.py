@@ -16,6 +16,8 @@ Each symptom has the figure that shows why it was found:
   loss and output accept.
 - `learning_rate`: the learning rate (log scale) above the loss.
 - `input_bound`: the share of each recorded step spent waiting for input.
+- `loss_spike`: the batch losses (Keras's running mean undone) with every
+  spike at its step and value (filled: applied; hollow: rejected).
 
 Any other symptom (`nonfinite`, `no_learning`, `oscillating_loss`, ...)
 lives in the loss curve itself, which the report already draws with every
@@ -40,18 +42,20 @@ import numpy as np
 
 from tfguard import tags
 from tfguard.diagnose.causes import INVARIANTS
-from tfguard.diagnose.inputs.signals import Signals
+from tfguard.diagnose.inputs.signals import MissingSignals, Signals
 from tfguard.diagnose.report.plots.curves import grad_norm_png, learning_rates, loss_png
 from tfguard.diagnose.report.plots.kit import (
     figure,
     finish,
     label,
     mark,
+    mark_spikes,
     png,
     positive_log,
     use_steps,
     xy,
 )
+from tfguard.diagnose.rules.spikes import per_batch
 from tfguard.diagnose.thresholds import Thresholds
 
 _DEFAULTS = Thresholds()
@@ -212,6 +216,21 @@ def _input_wait(signals: Signals, finding) -> bytes | None:
     return png(fig)
 
 
+def _spikes(signals: Signals, finding) -> bytes | None:
+    try:
+        losses, how = per_batch(signals)
+    except MissingSignals:
+        losses, how = None, ""
+    fig = figure(8, 3.2)
+    ax = fig.subplots()
+    if losses is not None:
+        ax.plot(losses.steps, losses.values, linewidth=0.8, alpha=0.7, label=label(how, 60))
+        positive_log(ax, [losses.values, np.asarray(finding.evidence.get("values") or [], np.float64)])
+    mark_spikes(ax, [finding], True)
+    finish(ax, "step", "loss, and each spike (filled: applied, hollow: rejected)")
+    return png(fig)
+
+
 _DRAW: dict[str, Callable] = {
     "exploding_gradient": _gradients,
     "vanishing_gradient": _gradients,
@@ -223,6 +242,7 @@ _DRAW: dict[str, Callable] = {
     "label_range": _labels,
     "learning_rate": _learning_rate,
     "input_bound": _input_wait,
+    "loss_spike": _spikes,
 }
 
 

@@ -110,6 +110,27 @@ def mark(ax, signals: Signals, findings, by_step: bool) -> None:
                     bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": color, "alpha": 0.85})
 
 
+SPIKE_COLORS = {"applied": "#c0392b", "warned": "#d68910"}
+"""The colour of a spike mark by what was done (a rejected spike is drawn hollow, in grey)."""
+
+
+def mark_spikes(ax, findings, by_step: bool) -> None:
+    """A triangle at the step and value of every spike a `loss_spike` finding lists (filled: applied)."""
+    if not by_step:
+        return
+    for f in findings:
+        if f.id != "loss_spike":
+            continue
+        steps, values = f.evidence.get("steps") or [], f.evidence.get("values") or []
+        actions = f.evidence.get("actions") or ["applied"] * len(steps)
+        for step, value, action in zip(steps, values, actions):
+            color = SPIKE_COLORS.get(action)
+            ax.scatter([step], [value], marker="v", s=42, zorder=4, edgecolors=color or "#555555",
+                       facecolors=color or "none", linewidths=1.2)
+        if steps:
+            ax.scatter([], [], marker="v", color="#c0392b", label="loss spike")
+
+
 def plot_losses(ax, curves: list[tuple[str, Series]], by_step: bool, *,
                 batch_alpha: float = 0.45) -> None:
     """Draws loss curves: per-batch tags as thin faint lines, epoch tags with markers; log y if apt."""
