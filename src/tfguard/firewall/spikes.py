@@ -205,20 +205,29 @@ class SpikeWindow:
         return np.zeros([0], np.float32)
 
 
+def moments(ring: tf.Tensor, held: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """`(mean, std)` `[k]` of the first `held` values of each row of a ring `[k, window]` (`held`: a float scalar).
+
+    The std is the sample one (Bessel's correction, as `torch.std`); with
+    fewer than 2 values it is 0.
+    """
+    window = ring.shape[1]
+    inside = tf.cast(tf.range(window, dtype=tf.float32) < held, tf.float32)
+    mean = tf.reduce_sum(ring * inside, axis=1) / tf.maximum(held, 1.0)
+    deviations = (ring - mean[:, None]) * inside
+    std = tf.sqrt(tf.reduce_sum(tf.square(deviations), axis=1) / tf.maximum(held - 1.0, 1.0))
+    return mean, std
+
+
 def window_statistics(ring: tf.Tensor, count: tf.Tensor, sigmas: float) -> tf.Tensor:
     """`[k, 4]`: per row of a ring, the mean, the std, the threshold `mean + sigmas * std`, the values it holds.
 
     The ring `[k, window]` holds `min(count, window)` values in the first
-    slots of each row. The std is the sample one (Bessel's correction, as
-    `torch.std`); with fewer than 2 values it is 0.
+    slots of each row (`moments`).
     """
-    k, window = ring.shape
-    held = tf.cast(tf.minimum(count, window), tf.float32)
-    mask = tf.range(window, dtype=tf.float32) < held
-    mean = tf.reduce_sum(tf.where(mask, ring, 0.0), axis=1) / tf.maximum(held, 1.0)
-    deviations = tf.where(mask, ring - mean[:, None], 0.0)
-    std = tf.sqrt(tf.reduce_sum(tf.square(deviations), axis=1) / tf.maximum(held - 1.0, 1.0))
-    return tf.stack([mean, std, mean + sigmas * std, tf.fill([k], held)], axis=1)
+    held = tf.cast(tf.minimum(count, ring.shape[1]), tf.float32)
+    mean, std = moments(ring, held)
+    return tf.stack([mean, std, mean + sigmas * std, tf.fill(tf.shape(mean), held)], axis=1)
 
 
 def _all_reduce_sum(value: tf.Tensor) -> tf.Tensor:
@@ -292,19 +301,24 @@ class SpikeCheck:
         if self.rows is not None:
             parts.append(tf.cast(self.rows, tf.float32))
         summed = _all_reduce_sum(tf.stack(parts))  # every replica decides on the same numbers
-        values = tf.concat([summed[:k - 1], tf.sqrt(summed[k - 1:k])], axis=0) if watch_norm else summed[:k]
+        if watch_norm:  # the squared norm's root, in place
+            roots = tf.constant([i == k - 1 for i in range(len(parts))])
+            summed = tf.where(roots, tf.sqrt(summed), summed)
+        values = summed[:k] if self.rows is not None else summed
         rows = summed[k] if self.rows is not None else None
         ring, count = self.window.ring(tuple(names))
-        statistics = window_statistics(tf.convert_to_tensor(ring), tf.convert_to_tensor(count), self.config.sigmas)
-        mean, std, held = statistics[:, 0], statistics[:, 1], statistics[:, 3]
-        scale = tf.ones([k])
+        held = tf.cast(tf.minimum(tf.convert_to_tensor(count), self.config.window), tf.float32)
+        mean, std = moments(tf.convert_to_tensor(ring), held)
+        scale = tf.constant(1.0)
         if rows is not None:  # a partial batch is a noisier mean: its spread is wider
             largest = tf.convert_to_tensor(self.window.largest_batch())
-            scale = tf.fill([k], tf.sqrt(tf.maximum(largest, rows) / tf.maximum(rows, 1.0)))
-        threshold = mean + self.config.sigmas * std * scale
+            scale = tf.sqrt(tf.maximum(largest, rows) / tf.maximum(rows, 1.0))
+        threshold = mean + (self.config.sigmas * scale) * std
         spiking = (held >= float(self.config.warmup)) & tf.math.is_finite(values) & (values > threshold)
-        table = tf.stack([values, mean, std, threshold, held, scale], axis=1)
-        flags = [Flag(Slot(STAGE, name, STAGE), ok=tf.logical_not(spiking[i])) for i, name in enumerate(names)]
+        table = tf.concat([tf.stack([values, mean, std, threshold], axis=1),
+                           tf.broadcast_to(tf.stack([held, scale]), [k, 2])], axis=1)
+        oks = tf.unstack(tf.logical_not(spiking), num=k)
+        flags = [Flag(Slot(STAGE, name, STAGE), ok=ok) for name, ok in zip(names, oks)]
         return flags, (names, values, spiking, table, rows)
 
     def _squared_norm(self, update) -> tf.Tensor:
@@ -379,4 +393,4 @@ def describe(plan, index: int, extra: dict, sigmas: float) -> tuple[dict, str]:
 
 
 __all__ = ["COLUMNS", "GRADIENT_NORM", "SIGNALS", "STAGE", "TABLE", "SpikeCheck", "SpikeConfig", "SpikeWindow",
-           "batch_rows", "describe", "spike_config", "window_statistics"]
+           "batch_rows", "describe", "moments", "spike_config", "window_statistics"]

@@ -317,32 +317,18 @@ def squared_norm(t) -> tf.Tensor:
     return 2.0 * tf.nn.l2_loss(as_float32(tf.convert_to_tensor(t)))
 
 
-TOGETHER = 2**16
-"""Tensors of at most this many values are squared and summed together by `total_squares` (one copy, one op)."""
-
-
 def total_squares(tensors: list[tf.Tensor]) -> tf.Tensor:
-    """The sum of squares of every value of every tensor, in float32: one `L2Loss` per large tensor, one for the small ones.
-
-    The small tensors (biases, a few kernels) are flattened into one vector
-    first: a deep model's hundreds of them cost a concat and one reduction,
-    not an op each; a large one is reduced where it is, with no temporary.
+    """The sum of squares of every value of every tensor, in float32: one `L2Loss` per tensor, no temporary.
 
     Example:
 
     >>> float(total_squares([tf.constant([3.0]), tf.constant([[4.0]])]))
     25.0
     """
-    small = [t for t in tensors if (t.shape.num_elements() or TOGETHER + 1) <= TOGETHER]
-    together = {id(t) for t in small}
-    parts = [squared_norm(t) for t in tensors if id(t) not in together]
-    if len(small) == 1:
-        parts.append(squared_norm(small[0]))
-    elif small:
-        parts.append(squared_norm(tf.concat([tf.reshape(as_float32(t), [-1]) for t in small], axis=0)))
-    if not parts:
+    if not tensors:
         return tf.constant(0.0)
-    return tf.add_n(parts) if len(parts) > 1 else parts[0]
+    halves = [tf.nn.l2_loss(as_float32(tf.convert_to_tensor(t))) for t in tensors]
+    return 2.0 * (tf.add_n(halves) if len(halves) > 1 else halves[0])
 
 
 def leading_examples(values: tf.Tensor, limit: int = ACTIVATION_SAMPLE) -> tf.Tensor:
