@@ -290,6 +290,26 @@ def buggy_pipeline_order():
     return model, dict(x=ds, validation_data=val, epochs=4, shuffle=False), {"pipeline": "batch().shuffle()"}, lint_dataset(ds)
 
 
+def buggy_loss_spike():
+    """Ten passes over the digits in one stream; three batches late in it hold half a batch of wrong labels.
+
+    Late: the window of a spike (the last 128 logged points, every second
+    step) must have left the steep first descent, whose spread hides a
+    threefold jump.
+    """
+    (x, y), val = digits()
+    rng = np.random.default_rng(3)
+    order = np.concatenate([rng.permutation(len(x))[:len(x) // 32 * 32] for _ in range(10)])
+    x, y = x[order], y[order].copy()
+    for batch in (330, 360, 390):
+        rows = batch * 32 + np.arange(0, 32, 2)
+        y[rows] = (y[rows] + 5) % 10
+    model = _compile(_mlp(64, [64, 32], 10, "softmax"), keras.optimizers.Adam(1e-3),
+                     "sparse_categorical_crossentropy")
+    return model, dict(x=x, y=y, validation_data=val, epochs=1, batch_size=32, shuffle=False), \
+        {"mislabelled_batches": 3}, None
+
+
 PROGRAMS = [
     Program("healthy_digits", None, healthy_digits),
     Program("healthy_moons", None, healthy_moons),
@@ -309,6 +329,7 @@ PROGRAMS = [
     Program("label_range", "label_range", buggy_label_range),
     Program("pipeline_order", "pipeline_order", buggy_pipeline_order),
     Program("learning_rate", "learning_rate", buggy_learning_rate),
+    Program("loss_spike", "loss_spike", buggy_loss_spike),
 ]
 
 STOCK = [

@@ -37,7 +37,7 @@ def test_every_threshold_is_documented_with_its_source():
     for field in dataclasses.fields(Thresholds):
         assert f"        {field.name}:" in doc, field.name
         text = " ".join(doc.split(f"        {field.name}:")[1].split("Defaults to")[0].split())
-        assert any(src in text for src in ("AUTOTRAINER", "DeepDiagnosis", "TheDeepChecker",
+        assert any(src in text for src in ("AUTOTRAINER", "DeepDiagnosis", "TheDeepChecker", "OLMo-core",
                                            "tfguard: measured")), field.name
         default = doc.split(f"        {field.name}:")[1].split("Defaults to `")[1].split("`")[0]
         assert default == repr(field.default) or float(default) == field.default, field.name

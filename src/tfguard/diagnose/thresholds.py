@@ -14,6 +14,9 @@ measured on tfguard's own buggy and healthy training programs
 - TheDeepChecker: H. Ben Braiek and F. Khomh, "Testing Feature of Neural
   Networks: TheDeepChecker" (property-based checks of training: loss must
   decrease, updates/parameters ratio, normalized inputs).
+- OLMo-core: the `SkipStepOptimizer` of allenai/OLMo-core
+  (`olmo_core/optim/skip_step_optimizer.py`: `rolling_interval_length=128`,
+  `sigma_factor=6`), the loss-spike rule the firewall's spike stage runs.
 - "tfguard: measured": chosen on tests/diagnose cases so that every buggy
   program is detected and no healthy program raises a warning.
 

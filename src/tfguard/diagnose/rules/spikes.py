@@ -101,23 +101,36 @@ def infer_epoch_ends(batch: Series, epoch_losses: Series | None) -> np.ndarray |
     return None if best is None else (np.arange(1, epochs + 1) * best).astype(np.int64)
 
 
-def is_running_mean(steps: np.ndarray, values: np.ndarray, ends: np.ndarray) -> bool:
-    """Whether a batch series is a running mean over each epoch (Keras's `loss`), from how it settles.
-
-    A running mean moves by `(loss - mean) / k` at the k-th batch of an
-    epoch: its steps shrink as `1/k`. A batch's own loss does not settle.
-    The slope of `log |step|` against `log k` tells them apart; with too
-    few points to tell, it is read as Keras writes it: a running mean.
-    """
+def _undo(steps: np.ndarray, values: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The losses of the batches between logged points, read as running means of each epoch; each point's epoch and k."""
     epoch, k = _within_epoch(steps, ends)
+    losses = values.copy()
+    for i in range(1, len(values)):
+        if epoch[i] == epoch[i - 1] and k[i] > k[i - 1]:
+            losses[i] = (k[i] * values[i] - k[i - 1] * values[i - 1]) / (k[i] - k[i - 1])
+    return losses, epoch, k
+
+
+def is_running_mean(steps: np.ndarray, values: np.ndarray, ends: np.ndarray) -> bool:
+    """Whether a batch series is a running mean over each epoch (Keras's `loss`), from what undoing it gives.
+
+    Undoing a running mean gives the batches' own losses, whose steps do
+    not grow along the epoch. Undoing what already is a batch's own loss
+    multiplies its noise by the batch's place `k` in the epoch: the steps
+    grow as `k`. The slope of `log |step|` against `log k` tells them
+    apart (about 0, or about 1); with too few points to tell, it is read as
+    Keras writes it: a running mean.
+    """
+    losses, epoch, k = _undo(steps, values, ends)
     same = (np.diff(epoch) == 0) & (np.diff(k) > 0)
-    moves = np.abs(np.diff(values))[same]
+    same[1:] &= same[:-1]  # both points of a step undone within one epoch
+    moves = np.abs(np.diff(losses))[same]
     at = k[1:][same].astype(np.float64)
     keep = (moves > 0) & np.isfinite(moves)
     if keep.sum() < MIN_SLOPE_POINTS or at[keep].max() < 4 * at[keep].min():
         return True
     slope = np.polyfit(np.log(at[keep]), np.log(moves[keep]), 1)[0]
-    return bool(slope < -0.5)
+    return bool(slope < 0.5)
 
 
 def per_batch(signals: Signals) -> tuple[Series, str]:
