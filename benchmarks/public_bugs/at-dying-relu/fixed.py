@@ -6,8 +6,8 @@ The fix is the first repair AUTOTRAINER tries for dying ReLUs (repair_strategy('
 op_selu in AutoTrainer/utils/repair.py): SeLU activations and 'lecun_uniform' kernels on every layer
 but the last.
 """
-import numpy as np
 import keras
+import numpy as np
 from sklearn.datasets import load_digits
 
 keras.utils.set_random_seed(1)  # PORT: the original sets no seed; seed 1 dies (4 of 6 seeds tried did)

@@ -4,8 +4,8 @@ Ported from defects4ml bugs/005/buggy (command_line/run_dbn.py, models/rbm_model
 The network's "softmax layer" is a linear layer (softmax_out = last_layer W + b) and the
 'cross_entropy' cost treats its output as probabilities.
 """
-import numpy as np
 import keras
+import numpy as np
 from keras import layers, ops
 from sklearn.datasets import load_digits
 

@@ -3,8 +3,8 @@
 Ported from defects4ml bugs/005/fixed (command_line/run_dbn.py, models/rbm_models/dbn.py, model.py).
 The fix applies tf.nn.softmax to the "softmax layer"'s output before the cost.
 """
-import numpy as np
 import keras
+import numpy as np
 from keras import layers, ops
 from sklearn.datasets import load_digits
 

@@ -2,11 +2,20 @@
 
 Ported from defects4ml bugs/086/buggy/script.py.
 """
-import numpy as np
 import keras
-from keras.models import Sequential
-from keras.layers import Dense, Dropout, Activation, Conv1D, BatchNormalization, LeakyReLU, Flatten, Input
+import numpy as np
 from keras.callbacks import ReduceLROnPlateau
+from keras.layers import (
+                 Activation,
+                 BatchNormalization,
+                 Conv1D,
+                 Dense,
+                 Dropout,
+                 Flatten,
+                 Input,
+                 LeakyReLU,
+)
+from keras.models import Sequential
 
 keras.utils.set_random_seed(45378493)  # PORT: the original sets no seed
 

@@ -2,9 +2,9 @@
 
 Ported from defects4ml bugs/091/buggy/script.py.
 """
-import numpy as np
 import keras
-from keras.layers import Conv2D, Dense, Flatten, MaxPooling2D, Input
+import numpy as np
+from keras.layers import Conv2D, Dense, Flatten, Input, MaxPooling2D
 from keras.models import Sequential
 from sklearn.datasets import load_digits
 

@@ -2,8 +2,8 @@
 
 Ported from defects4ml bugs/092/fixed/script.py.
 """
-import numpy as np
 import keras
+import numpy as np
 from keras.models import Sequential
 
 keras.utils.set_random_seed(58844149)  # PORT: the original sets no seed; numpy's global RNG seeded too
@@ -16,7 +16,8 @@ X_train = np.random.randint(0, 255, (500, 48, 48, 1)).astype("float32")
 y_train = np.random.randint(0, 1, (500, 1))
 
 model = Sequential()
-from keras.layers import Dropout, Conv2D, MaxPooling2D, Flatten, Activation, Dense, Input
+from keras.layers import Activation, Conv2D, Dense, Dropout, Flatten, Input, MaxPooling2D
+
 model.add(Input(shape=(48, 48, 1)))  # PORT: input_shape= on the first layer -> an Input
 model.add(Conv2D(96, kernel_size=11, padding="same", activation='relu'))
 model.add(MaxPooling2D(pool_size=(3, 3), strides=(2, 2)))
@@ -43,6 +44,7 @@ model.compile(loss='binary_crossentropy', optimizer='adam', metrics=['accuracy']
 # from Keras 3: the featurewise centering is done here, the random rotation by a RandomRotation
 # layer in a tf.data pipeline (90 degrees = 0.25 of a turn).
 import tensorflow as tf
+
 X_train = X_train - X_train.mean(axis=0)
 rotate = keras.layers.RandomRotation(0.25, fill_mode="nearest")
 train_generator = (tf.data.Dataset.from_tensor_slices((X_train, y_train.astype("float32")))

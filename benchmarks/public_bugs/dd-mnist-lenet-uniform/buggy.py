@@ -2,9 +2,9 @@
 
 Ported from DeepDiagnosis/ICSE2022, AUTOTRAINER Model Code/Models_MNIST.py, get_model('tmp_lenet5').
 """
-import numpy as np
 import keras
-from keras import initializers, regularizers
+import numpy as np
+from keras import initializers
 from sklearn.datasets import load_digits
 
 keras.utils.set_random_seed(5)  # PORT: the published code sets no seed

@@ -2,8 +2,8 @@
 
 Ported from DeepDiagnosis/ICSE2022, AUTOTRAINER Model Code/Models_MNIST.py, get_model('model_2af630c4').
 """
-import numpy as np
 import keras
+import numpy as np
 from keras import initializers, regularizers
 from sklearn.datasets import load_digits
 

@@ -4,8 +4,8 @@ Ported from DeepDiagnosis/ICSE2022, AUTOTRAINER Model Code/Models_MNIST.py, get_
 repairs its problem: strategy relu_1 (op_relu: ReLU activations, 'he_uniform' kernels) on every layer but the last
 (AUTOTRAINER AutoTrainer/utils/repair.py).
 """
-import numpy as np
 import keras
+import numpy as np
 from keras import initializers, regularizers
 from sklearn.datasets import load_digits
 

@@ -2,8 +2,8 @@
 
 Ported from TensorFlow-Program-Bugs StackOverflow/IPS-11/43239467-buggy/mnist.py.
 """
-import numpy as np
 import keras
+import numpy as np
 from keras import layers
 from sklearn.datasets import load_digits
 

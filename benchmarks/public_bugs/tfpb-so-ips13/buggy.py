@@ -2,8 +2,8 @@
 
 Ported from TensorFlow-Program-Bugs StackOverflow/IPS-13/45002504-buggy/q2_linear_logistic_regression.py.
 """
-import numpy as np
 import keras
+import numpy as np
 from keras import layers
 
 keras.utils.set_random_seed(20180130)

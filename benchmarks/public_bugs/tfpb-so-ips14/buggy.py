@@ -2,8 +2,8 @@
 
 Ported from TensorFlow-Program-Bugs StackOverflow/IPS-14/33641799-buggy/mnist.py.
 """
-import numpy as np
 import keras
+import numpy as np
 from keras import layers, ops
 from sklearn.datasets import load_digits
 

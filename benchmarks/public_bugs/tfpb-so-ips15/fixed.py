@@ -2,8 +2,8 @@
 
 Ported from TensorFlow-Program-Bugs StackOverflow/IPS-15/43636736-fix/linear_regression.py.
 """
-import numpy as np
 import keras
+import numpy as np
 from keras import layers, ops
 
 keras.utils.set_random_seed(20180130)

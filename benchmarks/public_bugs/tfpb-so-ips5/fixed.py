@@ -4,8 +4,8 @@ Ported from TensorFlow-Program-Bugs StackOverflow/IPS-5/39939881-fix/simple_regr
 """
 import random
 
-import numpy as np
 import keras
+import numpy as np
 from keras import layers, ops
 
 keras.utils.set_random_seed(20180130)
