@@ -11,9 +11,10 @@ team wrote (TensorFlow-Program-Bugs, defects4ml, AUTOTRAINER): `buggy.py`, `fixe
 
 The first warning/error of every program is kept in `public_bugs/first_findings.json`: `--check`
 fails when this run's differ from it (a change that reorders findings shows in review),
-`--update` rewrites it. `--markdown` ends with the table of docs/diagnosis-benchmark.md.
+`--update` rewrites it. `--markdown` ends with the table of docs/diagnosis-benchmark.md;
+`--keep=DIR` keeps every program's log directory and report under DIR.
 
-    PYTHONPATH=$PWD/src .venv/bin/python benchmarks/public_bugs.py [--check | --update] [--markdown] [names...]
+    PYTHONPATH=$PWD/src .venv/bin/python benchmarks/public_bugs.py [--check | --update] [--markdown] [--keep=DIR] [names...]
 """
 
 from __future__ import annotations
@@ -134,7 +135,7 @@ def differences(old: dict, new: dict) -> list[str]:
     for name, now in new.items():
         was = old.get(name)
         if was is None:
-            lines.append(f"{name}: not in {SNAPSHOT.name}; run with --update to add it")
+            lines.append(f"{name}: not in {SNAPSHOT.name} (--update adds it)")
             continue
         for key in ("buggy_first", "fixed_first"):
             if was.get(key) != now[key]:
@@ -150,8 +151,11 @@ def _ids(value) -> str:
 def main(argv: list[str]) -> int:
     check, update, table = "--check" in argv, "--update" in argv, "--markdown" in argv
     names = [a for a in argv if not a.startswith("--")]
+    keep = next((a.split("=", 1)[1] for a in argv if a.startswith("--keep=")), None)
     rows = []
-    with tempfile.TemporaryDirectory(prefix="public-bugs-") as root:
+    with tempfile.TemporaryDirectory(prefix="public-bugs-") as scratch:
+        root = keep or scratch
+        Path(root).mkdir(parents=True, exist_ok=True)
         for meta in programs(names):
             buggy = run_program(meta["folder"] / "buggy.py", Path(root))
             fixed = run_program(meta["folder"] / "fixed.py", Path(root))
