@@ -129,19 +129,22 @@ def snapshot(rows: list[dict]) -> dict:
                            "fixed_first": r["fixed_first"], "fixed": r["fixed_ids"]} for r in rows}
 
 
-def differences(old: dict, new: dict) -> list[str]:
-    """One line per program whose first finding (buggy or fixed) changed, or that is new."""
-    lines = []
+def differences(old: dict, new: dict) -> tuple[list[str], list[str]]:
+    """Programs whose first finding (buggy or fixed) changed or that are new, and, apart, those
+    whose other warnings/errors changed (shown, not a failure: timing findings come and go)."""
+    firsts, others = [], []
     for name, now in new.items():
         was = old.get(name)
         if was is None:
-            lines.append(f"{name}: not in {SNAPSHOT.name} (--update adds it)")
+            firsts.append(f"{name}: not in {SNAPSHOT.name} (--update adds it)")
             continue
-        for key in ("buggy_first", "fixed_first"):
-            if was.get(key) != now[key]:
-                lines.append(f"{name} ({key.split('_')[0]}): first finding {was.get(key)} -> {now[key]} "
-                             f"(all: {was.get(key.split('_')[0])} -> {now[key.split('_')[0]]})")
-    return lines
+        for variant in ("buggy", "fixed"):
+            if was.get(f"{variant}_first") != now[f"{variant}_first"]:
+                firsts.append(f"{name} ({variant}): first finding {was.get(f'{variant}_first')} -> "
+                              f"{now[f'{variant}_first']} (all: {was.get(variant)} -> {now[variant]})")
+            elif was.get(variant) != now[variant]:
+                others.append(f"{name} ({variant}): {was.get(variant)} -> {now[variant]}")
+    return firsts, others
 
 
 def _ids(value) -> str:
@@ -175,9 +178,11 @@ def main(argv: list[str]) -> int:
         merged = {**old, **now}
         SNAPSHOT.write_text(json.dumps(dict(sorted(merged.items())), indent=2) + "\n")
         print(f"\nwrote {SNAPSHOT}")
-    changed = differences(old, now)
+    changed, others = differences(old, now)
     if changed:
         print(f"\nfirst findings that differ from {SNAPSHOT.name}:\n  " + "\n  ".join(changed))
+    if others:
+        print(f"\nlater findings that differ from {SNAPSHOT.name} (not a failure):\n  " + "\n  ".join(others))
     if any(r["failed"] for r in rows):
         return 1
     return 1 if check and changed else 0
