@@ -20,11 +20,15 @@ from tfguard.errors import (
     EventFileError,
     ExportError,
     GuardViolation,
+    MissingExtraError,
     QuarantineError,
     SummaryWriteError,
     TfguardError,
     WorkerLostError,
 )
+from tfguard.versions import warn_if_unsupported
+
+warn_if_unsupported()  # TensorFlow / Keras outside the range tfguard supports: docs/versions.md
 
 __version__ = "0.1.0"
 
@@ -83,6 +87,7 @@ __all__ = [
     "EventFileError",
     "ExportError",
     "GuardViolation",
+    "MissingExtraError",
     "QuarantineError",
     "SummaryWriteError",
     "TfguardError",
