@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.tfguard-installed
 
-.PHONY: demo test lint bench browser clean
+.PHONY: demo test compat lint bench browser clean
 
 $(STAMP): requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -26,14 +26,19 @@ demo: $(STAMP)
 # The import contracts (pyproject: [tool.importlinter]) and ruff first, then the tests in two workers.
 test: $(STAMP) browser
 	$(BIN)/lint-imports
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks compat
 	TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/python -m pytest -q -n 2 --dist loadgroup
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks compat
+
+# The wheel in fresh virtualenvs under .compat/ that already hold an older TensorFlow / Keras
+# pair (compat/pairs.py: PAIRS; others as `make compat PAIRS="2.18.1/3.9.2 ..."`), a few minutes each.
+compat: $(STAMP)
+	$(BIN)/python compat/pairs.py $(PAIRS)
 
 bench: $(STAMP)
 	for b in benchmarks/*.py; do TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) runs build src/*.egg-info
+	rm -rf $(VENV) .compat runs build src/*.egg-info
