@@ -8,6 +8,7 @@ pairs really installed and run are the compatibility suite's (`make compat`).
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -88,3 +89,26 @@ def test_importing_with_a_supported_pair_says_nothing(tmp_path):
     result = _import_tfguard(tmp_path, tensorflow="2.16.2", keras="3.8.0")
     assert result.returncode == 0 and result.stderr == ""
 
+
+
+def _ci_pairs() -> list[tuple[str, str]]:
+    """`compat/pairs.py`'s PAIRS (read, not imported: it is a script) as `(tensorflow, keras)`."""
+    tree = ast.parse((ROOT / "compat" / "pairs.py").read_text())
+    (value,) = [node.value for node in tree.body if isinstance(node, ast.Assign)
+                and [t.id for t in node.targets if isinstance(t, ast.Name)] == ["PAIRS"]]
+    return [tuple(pair.split("/")) for pair in ast.literal_eval(value)]
+
+
+def test_ci_runs_the_oldest_supported_pair_and_the_docs_name_what_it_ran():
+    pairs = _ci_pairs()
+    assert pairs[0] == ("2.16.2", "3.8.0")  # the oldest TensorFlow with the oldest Keras tfguard supports
+    assert pairs[0][1].startswith(KERAS_RANGE[0] + ".") and pairs[0][0].startswith(TENSORFLOW_RANGE[0] + ".")
+    docs = (ROOT / "docs" / "versions.md").read_text()
+    canaries = {path: " ".join((ROOT / path).read_text().split()) for path in (
+        "tests/hooks/test_keras_surface.py", "tests/hooks/test_tf_surface.py",
+        "tests/distribute/test_keras_20585_surface.py")}
+    for tensorflow, keras in pairs:
+        assert f"| {tensorflow} | {keras} | " in docs and "CI: compat suite" in docs
+        for path, text in canaries.items():  # each canary module names the pairs it is checked on
+            named = f"TensorFlow {tensorflow} with Keras {keras}" in text or f"{tensorflow} with {keras}" in text
+            assert named, f"{path} does not name the pair {tensorflow} / {keras} that make compat checks it on"

@@ -4,6 +4,11 @@
 on one model and calls two more; these tests check, without a cluster,
 that Keras still calls them where the workaround expects (a real
 multi-worker `fit` is `tests/distribute/test_multiworker.py`).
+
+They run on requirements.lock's pair in `make test` (TensorFlow 2.21.0 with
+Keras 3.15.1) and on each pair of `compat/pairs.py` in `make compat`
+(TensorFlow 2.16.2 with Keras 3.8.0, 2.19.1 with 3.10.0); docs/versions.md
+lists every pair checked.
 """
 
 import inspect
