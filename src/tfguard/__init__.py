@@ -2,6 +2,9 @@
 
 The public API. Names are imported on first use, so `import tfguard` is
 cheap and `tfguard doctor` can still report a broken TensorFlow install.
+Importing it where the installed TensorFlow / Keras pair is outside the
+supported range warns once (`tfguard.versions.UnsupportedVersionsWarning`),
+reading only their metadata.
 
 Example:
 
