@@ -13,7 +13,7 @@ Usage (from the repository root, with the development virtualenv's Python):
 
     python compat/pairs.py                       # the pairs CI runs (PAIRS)
     python compat/pairs.py 2.18.1/3.9.2 2.20.0/3.11.3
-    python compat/pairs.py --keep 2.16.2/3.7.0   # reuse a virtualenv: only tfguard is reinstalled
+    python compat/pairs.py --keep 2.18.1/3.9.2   # reuse a virtualenv: only tfguard is reinstalled
 
 Everything it makes lives under `.compat/` in the repository (ignored by git),
 remade on each run; pip keeps its usual download cache.
@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / ".compat"
 
-PAIRS = ("2.16.2/3.8.0", "2.19.1/3.10.0")
+PAIRS = ("2.16.2/3.7.0", "2.19.1/3.10.0")
 """What CI runs: the oldest supported pair (TensorFlow 2.16, the oldest Keras tfguard supports) and one in the middle."""
 
 TESTS = ("compat", "tests/hooks/test_keras_surface.py", "tests/hooks/test_tf_surface.py",
@@ -146,7 +146,7 @@ def one_pair(pair: str, wheel: Path, keep: bool) -> Outcome:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("pairs", nargs="*", default=list(PAIRS), metavar="TF/KERAS",
-                        help=f"versions to install, e.g. 2.16.2/3.8.0 (default: {' '.join(PAIRS)})")
+                        help=f"versions to install, e.g. 2.16.2/3.7.0 (default: {' '.join(PAIRS)})")
     parser.add_argument("--keep", action="store_true", help="reuse an existing virtualenv of the pair")
     args = parser.parse_args(argv)
     WORK.mkdir(exist_ok=True)

@@ -37,7 +37,7 @@ def _requirements() -> dict[str, Requirement]:
 def test_pyproject_declares_the_range_tfguard_versions_judges_by():
     requirements = _requirements()
     assert requirements["tensorflow"].specifier == SpecifierSet(specifier(TENSORFLOW_RANGE)) == SpecifierSet(">=2.16,<2.22")
-    assert requirements["keras"].specifier == SpecifierSet(specifier(KERAS_RANGE)) == SpecifierSet(">=3.8,<3.16")
+    assert requirements["keras"].specifier == SpecifierSet(specifier(KERAS_RANGE)) == SpecifierSet(">=3.7,<3.16")
     # tf.summary needs TensorBoard, which TensorFlow 2.21 no longer installs: the same minors as TensorFlow
     assert requirements["tensorboard"].specifier == SpecifierSet(specifier(TENSORFLOW_RANGE))
 
@@ -72,8 +72,8 @@ def _import_tfguard(tmp_path: Path, **installed: str) -> subprocess.CompletedPro
 
 
 @pytest.mark.parametrize("tensorflow, keras, fix", [
-    ("2.15.1", "2.15.0", "pip install 'tensorflow>=2.16,<2.22' 'keras>=3.8,<3.16'"),
-    ("2.19.1", "3.7.0", "pip install 'keras>=3.8,<3.16'"),
+    ("2.15.1", "2.15.0", "pip install 'tensorflow>=2.16,<2.22' 'keras>=3.7,<3.16'"),
+    ("2.19.1", "3.6.0", "pip install 'keras>=3.7,<3.16'"),
 ])
 def test_importing_with_an_unsupported_pair_warns_once_naming_both_and_the_range(tmp_path, tensorflow, keras, fix):
     result = _import_tfguard(tmp_path, tensorflow=tensorflow, keras=keras)
@@ -81,12 +81,12 @@ def test_importing_with_an_unsupported_pair_warns_once_naming_both_and_the_range
     warnings = [line for line in result.stderr.splitlines() if ": UnsupportedVersionsWarning: " in line]
     assert len(warnings) == 1, result.stderr
     assert f"TensorFlow {tensorflow} with Keras {keras}: not supported" in warnings[0]
-    assert "tfguard supports TensorFlow >=2.16,<2.22 with Keras >=3.8,<3.16" in warnings[0]
+    assert "tfguard supports TensorFlow >=2.16,<2.22 with Keras >=3.7,<3.16" in warnings[0]
     assert warnings[0].endswith(f"Try: {fix}")
 
 
 def test_importing_with_a_supported_pair_says_nothing(tmp_path):
-    result = _import_tfguard(tmp_path, tensorflow="2.16.2", keras="3.8.0")
+    result = _import_tfguard(tmp_path, tensorflow="2.16.2", keras="3.7.0")
     assert result.returncode == 0 and result.stderr == ""
 
 
@@ -101,7 +101,7 @@ def _ci_pairs() -> list[tuple[str, str]]:
 
 def test_ci_runs_the_oldest_supported_pair_and_the_docs_name_what_it_ran():
     pairs = _ci_pairs()
-    assert pairs[0] == ("2.16.2", "3.8.0")  # the oldest TensorFlow with the oldest Keras tfguard supports
+    assert pairs[0] == ("2.16.2", "3.7.0")  # the oldest TensorFlow with the oldest Keras tfguard supports
     assert pairs[0][1].startswith(KERAS_RANGE[0] + ".") and pairs[0][0].startswith(TENSORFLOW_RANGE[0] + ".")
     docs = (ROOT / "docs" / "versions.md").read_text()
     canaries = {path: " ".join((ROOT / path).read_text().split()) for path in (

@@ -18,7 +18,7 @@ Example:
 >>> [c.name for c in run_doctor(xla_demo=False)][:3]
 ['python', 'tensorflow', 'keras']
 >>> warning = DoctorCheck("profile_plugin", "warning", "not installed", "pip install ...")
->>> problem = DoctorCheck("keras", "problem", "Keras 2.15.0", "pip install 'keras>=3.8,<3.16'")
+>>> problem = DoctorCheck("keras", "problem", "Keras 2.15.0", "pip install 'keras>=3.7,<3.16'")
 >>> doctor_exit_code([warning]), doctor_exit_code([warning, problem])  # warnings do not fail
 (0, 1)
 """
@@ -177,7 +177,7 @@ def judge_versions(tensorflow: str, keras: str) -> DoctorCheck:
     Example:
 
     >>> [judge_versions(*pair).status for pair in (("2.19.1", "3.10.0"), ("2.22.0", "3.16.0"),
-    ...                                            ("2.16.2", "3.7.0"), ("2.21.0", "3.10.0"))]
+    ...                                            ("2.16.2", "3.6.0"), ("2.21.0", "3.10.0"))]
     ['ok', 'warning', 'problem', 'problem']
     """
     verdict = judge_pair(tensorflow, keras)

@@ -14,7 +14,7 @@ Example:
 True
 >>> verdict = judge_pair("2.15.1", "2.15.0")
 >>> verdict.supported, verdict.fix
-(False, "pip install 'tensorflow>=2.16,<2.22' 'keras>=3.8,<3.16'")
+(False, "pip install 'tensorflow>=2.16,<2.22' 'keras>=3.7,<3.16'")
 >>> judge_pair("2.21.0", "3.10.0").fix  # TensorFlow 2.21 itself needs Keras 3.12
 "pip install 'keras>=3.12,<3.16'"
 """
@@ -30,8 +30,9 @@ from packaging.version import InvalidVersion, Version
 TENSORFLOW_RANGE = ("2.16", "2.22")
 """`(oldest, first unsupported)`: 2.16 is the first TensorFlow whose `tf.keras` is Keras 3; 2.21 the newest tested."""
 
-KERAS_RANGE = ("3.8", "3.16")
-"""`(oldest, first unsupported)`: 3.8 is the oldest Keras the compatibility suite passes on; 3.15 the newest tested."""
+KERAS_RANGE = ("3.7", "3.16")
+"""`(oldest, first unsupported)`: 3.7 is the oldest Keras tfguard passes on (3.6 has no
+`keras.tree.flatten_with_path`); 3.15 the newest tested. docs/versions.md has the measurements."""
 
 KERAS_FLOOR_OF_TENSORFLOW = {(2, 20): "3.10", (2, 21): "3.12"}
 """The oldest Keras a TensorFlow minor release itself requires (its wheel's `Requires-Dist`), where above ours."""
@@ -67,8 +68,8 @@ class PairVerdict:
 
         Example:
 
-        >>> judge_pair("2.16.2", "3.8.0").describe()
-        'TensorFlow 2.16.2 with Keras 3.8.0: supported (tfguard supports TensorFlow >=2.16,<2.22 with Keras >=3.8,<3.16)'
+        >>> judge_pair("2.16.2", "3.7.0").describe()
+        'TensorFlow 2.16.2 with Keras 3.7.0: supported (tfguard supports TensorFlow >=2.16,<2.22 with Keras >=3.7,<3.16)'
         """
         pair = f"TensorFlow {self.tensorflow or '(not installed)'} with Keras {self.keras or '(not installed)'}"
         if self.supported:
@@ -88,7 +89,7 @@ def specifier(version_range: tuple[str, str]) -> str:
 
 
 def supported_range() -> str:
-    """`'tfguard supports TensorFlow >=2.16,<2.22 with Keras >=3.8,<3.16'`."""
+    """`'tfguard supports TensorFlow >=2.16,<2.22 with Keras >=3.7,<3.16'`."""
     return f"tfguard supports TensorFlow {specifier(TENSORFLOW_RANGE)} with Keras {specifier(KERAS_RANGE)}"
 
 

@@ -7,7 +7,7 @@ multi-worker `fit` is `tests/distribute/test_multiworker.py`).
 
 They run on requirements.lock's pair in `make test` (TensorFlow 2.21.0 with
 Keras 3.15.1) and on each pair of `compat/pairs.py` in `make compat`
-(TensorFlow 2.16.2 with Keras 3.8.0, 2.19.1 with 3.10.0); docs/versions.md
+(TensorFlow 2.16.2 with Keras 3.7.0, 2.19.1 with 3.10.0); docs/versions.md
 lists every pair checked.
 """
 
@@ -69,7 +69,7 @@ def test_canary_symbolic_build_takes_a_local_batch():
 
 
 def test_canary_autoconvert_optionals_reads_an_optional_as_none():
-    """Keras 3.12 on wraps its step in `_autoconvert_optionals`; older ones (3.8 to 3.11, checked) have none.
+    """Keras 3.12 on wraps its step in `_autoconvert_optionals`; older ones (3.7 to 3.11, checked) have none.
 
     The workaround wraps its own step the same way only where Keras has it
     (feature detection), so a Keras without it must not use it in its own

@@ -6,7 +6,7 @@ with `tf.__version__` and the name (`tests/hooks/surface.py`).
 
 They run on requirements.lock's pair in `make test` (TensorFlow 2.21.0 with
 Keras 3.15.1) and on each pair of `compat/pairs.py` in `make compat`
-(TensorFlow 2.16.2 with Keras 3.8.0, 2.19.1 with 3.10.0); docs/versions.md
+(TensorFlow 2.16.2 with Keras 3.7.0, 2.19.1 with 3.10.0); docs/versions.md
 lists every pair checked.
 """
 
