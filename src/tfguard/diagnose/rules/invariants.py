@@ -64,7 +64,9 @@ def records(signals: Signals, check: str) -> list[dict]:
 
 
 def _failed(signals: Signals, check: str) -> dict | None:
-    return next((r for r in records(signals, check) if not r.get("ok", True)), None)
+    """The first record the check failed; an undecided record (`ok` null: the evidence could
+    not tell, `tfguard.invariants.evidence`) is no failure."""
+    return next((r for r in records(signals, check) if r.get("ok", True) is False), None)
 
 
 def evidence_of(record_evidence: dict) -> dict:
