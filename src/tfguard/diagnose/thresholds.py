@@ -132,9 +132,21 @@ class Thresholds:
         nl_acc_delta: with epoch-only logs, accuracy must also never gain
             more than this in one epoch for `no_learning`. AUTOTRAINER
             `delta`. Defaults to `0.01`.
+        nl_acc_rise: a training accuracy this far above its first epoch's is
+            learning: no `no_learning`, whatever the loss did (issue 46: two
+            embedding models rising from 0.51 to 0.66 were told they learn
+            nothing). tfguard: measured. Defaults to `0.05`.
         satisfied_accuracy: a run whose training accuracy reaches this is
             never said to learn nothing or too slowly. AUTOTRAINER `Theta`.
             Defaults to `0.7`.
+        chance_margin: a classifier whose best training accuracy stays within
+            this of `1 / K` (K classes), or whose best loss stays within this
+            fraction of a uniform guess's (`ln K`), is at chance: never
+            "improving", so its symptoms are warnings, not remarks (issue 41:
+            a deep sigmoid network stuck at accuracy 0.497 got its vanishing
+            gradients as a remark). tfguard: measured (healthy classifiers here
+            leave chance by more than 0.2 within their first epochs).
+            Defaults to `0.05`.
         slow_max_progress: after `min_epochs` epochs, a training loss still
             above `1 - slow_max_progress` of its initial value, and still
             decreasing at an even pace, converges too slowly. tfguard:
@@ -231,7 +243,9 @@ class Thresholds:
     min_epochs: int = 4
     nl_min_drop: float = 0.02
     nl_acc_delta: float = 0.01
+    nl_acc_rise: float = 0.05
     satisfied_accuracy: float = 0.7
+    chance_margin: float = 0.05
     slow_max_progress: float = 0.3
     slow_min_steps: int = 200
     slow_bend: float = 3.0
