@@ -212,6 +212,13 @@ class Thresholds:
             (an accelerator idle while the host prepares data); tfguard:
             measured in tests/diagnose/test_pipeline_pitfalls.py (a cached,
             prefetched pipeline of a small model: about 0.2). Defaults to `0.5`.
+        cpu_wait_max: a run whose threads spent more than this share of their
+            runnable time waiting for a CPU (`perf/cpu_wait_fraction`, from
+            Linux's per-thread run-queue times) ran on a machine other
+            processes kept busy: its input wait is not blamed on the pipeline
+            unless the static check names a slow stage. tfguard: measured (an
+            otherwise idle machine: below 0.1; two CPU-bound processes beside a
+            run on two cores: about 0.5). Defaults to `0.25`.
         little_evidence_skipped: a completed run where more than this
             fraction of the rules could not run (their signals were not
             logged) gets the status "little evidence", listing what is
@@ -261,6 +268,7 @@ class Thresholds:
     update_ratio_min: float = 1e-6
     lr_default_factor: float = 30.0
     input_wait_max: float = 0.5
+    cpu_wait_max: float = 0.25
     little_evidence_skipped: float = 0.5
 
     @classmethod
