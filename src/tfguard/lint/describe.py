@@ -174,7 +174,9 @@ def describe_inputs(model) -> list[dict]:
     """Each input of a Sequential or functional model, with the layers that consume it first.
 
     `[{"name", "dtype", "consumers": [{"name", "class"}]}]`; a consumer that is
-    a nested model is described by its own first consumers. Empty for a
+    a nested model is described by its own first consumers, and a layer that
+    only moves, crops or perturbs the input (`PASS_THROUGH`: augmentation,
+    resizing, reshaping, dropout) by the layers after it. Empty for a
     subclassed model (its graph is not known before it runs).
 
     Example:
@@ -192,19 +194,61 @@ def describe_inputs(model) -> list[dict]:
     if not inputs:
         return []
     layers = [layer for layer in model.layers if type(layer).__name__ != "InputLayer"]
-    described = []
-    for tensor in inputs:
-        consumers = []
-        for layer in layers:
-            if any(t is tensor for t in _flat_inputs(layer)):
-                if isinstance(layer, keras.Model):
-                    nested = [c for item in describe_inputs(layer) for c in item["consumers"]]
-                    consumers.extend(nested or [{"name": layer.name, "class": type(layer).__name__}])
-                else:
-                    consumers.append({"name": layer.name, "class": type(layer).__name__})
-        described.append({"name": getattr(tensor, "name", None), "dtype": str(tensor.dtype),
-                          "consumers": consumers})
-    return described
+    return [{"name": getattr(tensor, "name", None), "dtype": str(tensor.dtype),
+             "consumers": _consumers(tensor, layers)} for tensor in inputs]
+
+
+#: Layers that move, crop, resize or perturb their input without putting it on another scale:
+#: the input is followed through them to the layer that computes with it (the transfer-learning
+#: guide's augmentation layers before its `Rescaling`).
+PASS_THROUGH = frozenset({
+    "RandomFlip", "RandomRotation", "RandomZoom", "RandomTranslation", "RandomCrop", "RandomShear",
+    "RandomContrast", "RandomBrightness", "RandomErasing", "RandomPerspective", "RandomElasticTransform",
+    "RandomGaussianBlur", "RandomSharpness", "RandomPosterization", "RandomInvert", "RandomColorJitter",
+    "RandomHue", "RandomSaturation", "RandomGrayscale", "AutoContrast", "Solarization", "AugMix",
+    "RandAugment", "CutMix", "MixUp", "Resizing", "CenterCrop", "Cropping1D", "Cropping2D",
+    "Cropping3D", "ZeroPadding1D", "ZeroPadding2D", "ZeroPadding3D", "Reshape", "Permute", "Flatten",
+    "Dropout", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D", "GaussianNoise",
+    "GaussianDropout", "AlphaDropout", "Identity", "Masking",
+})
+
+
+def _passes_through(layer) -> bool:
+    if type(layer).__name__ in PASS_THROUGH:
+        return True
+    inner = [sub for sub in getattr(layer, "layers", []) if type(sub).__name__ != "InputLayer"]
+    return isinstance(layer, keras.Model) and bool(inner) and all(_passes_through(sub) for sub in inner)
+
+
+def _outputs_of_call(layer, tensor) -> list:
+    """The KerasTensors the layer's call on `tensor` returned (its node in the model's graph)."""
+    found = []
+    for node in getattr(layer, "_inbound_nodes", None) or []:
+        inputs = keras.tree.flatten(getattr(node, "input_tensors", None) or [])
+        if any(t is tensor for t in inputs):
+            found.extend(t for t in keras.tree.flatten(getattr(node, "output_tensors", None) or [])
+                         if t is not None)
+    return found
+
+
+def _consumers(tensor, layers: list, depth: int = 0) -> list[dict]:
+    """The layers that first compute with `tensor`, through pass-through layers (`PASS_THROUGH`,
+    or a nested model made of them only: an augmentation `Sequential`)."""
+    found = []
+    for layer in layers:
+        if not any(t is tensor for t in _flat_inputs(layer)):
+            continue
+        if _passes_through(layer) and depth < 32:
+            deeper = [c for out in _outputs_of_call(layer, tensor) for c in _consumers(out, layers, depth + 1)]
+            if deeper:
+                found.extend(deeper)
+                continue
+        if isinstance(layer, keras.Model) and not _passes_through(layer):
+            nested = [c for item in describe_inputs(layer) for c in item["consumers"]]
+            found.extend(nested or [{"name": layer.name, "class": type(layer).__name__}])
+        else:
+            found.append({"name": layer.name, "class": type(layer).__name__})
+    return found
 
 
 def describe_optimizer(optimizer) -> dict:
