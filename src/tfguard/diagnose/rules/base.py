@@ -164,8 +164,9 @@ def initial_loss(signals: Signals, curve: Series) -> tuple[float, str]:
     """The training loss before training, as well as the logs tell it.
 
     In order: the first per-batch losses (`batch/loss`) logged in the first
-    quarter of epoch 0; the chance-level loss of a cross-entropy model; the
-    loss at the end of epoch 0.
+    quarter of epoch 0 (a loss of 0, a batch that carried no weight, left
+    out); the chance-level loss of a cross-entropy model; the loss at the
+    end of epoch 0.
 
     Args:
         signals: the run.
@@ -184,6 +185,9 @@ def initial_loss(signals: Signals, curve: Series) -> tuple[float, str]:
             ok &= (b.steps >= 0) & (b.steps < curve.steps[0])
         else:
             ok &= np.arange(len(b)) < 1
+        # a first loss of (nearly) 0 is a batch without weight (all-zero sample weights), not a
+        # loss measured before training
+        ok &= np.abs(b.values) > 1e-9
         if ok.any():
             return float(np.median(b.values[ok][:3])), "batch"
     chance = chance_loss(signals)
