@@ -21,7 +21,10 @@ calling `super().fit` is not). Each call then:
    same rules as `diagnose_logdir` (also when `fit` raised), and the
    firewall's violations during the call.
 
-Closing the session (also on an exception) puts `keras.Model.fit` back (the
+Closing the session records what the firewall rejected outside any `fit`
+(`train_on_batch`, a hand-written loop) as runs of their own, each with its
+diagnosis (`tfguard.attach.outside_fit`): a rejected update is never silent.
+It (also on an exception) puts `keras.Model.fit` back (the
 very same object), and puts each model back as it found it: a model the
 session instrumented is released (`tfguard.firewall.release`), a model that
 was instrumented before has its previous guard setting restored.
@@ -62,6 +65,7 @@ import keras
 
 from tfguard.attach.fit_run import FitRun
 from tfguard.attach.fitcall import fit_hparams, run_name
+from tfguard.attach.outside_fit import outside_fit_records
 from tfguard.attach.records import FitRecord, ModelState, restore_model, take_model
 from tfguard.diagnose import Diagnosis
 from tfguard.errors import ContractError
@@ -226,6 +230,9 @@ class AttachSession:
                 owner.fit = self._saved_fit
             elif "fit" in owner.__dict__:
                 del owner.fit
+            # train_on_batch, a hand-written loop: what the firewall rejected there is a run too
+            self.fits.extend(outside_fit_records(
+                self.fits, loop.gate_counts() if self._gating else {}, len(self.fits) + 1))
             for state in self._models.values():
                 if state.logger is not None:  # a fit a callback ended by raising never ended its run
                     with contextlib.suppress(Exception):
@@ -234,12 +241,6 @@ class AttachSession:
             if self._gating:
                 loop.ungate_optimizers()
                 self._gating = False
-                for name, count in loop.gate_counts().items():
-                    if count:
-                        self.notes.append(
-                            f"{count} update(s) of optimizer '{name}' outside fit (a hand-written "
-                            "loop) were rejected: a non-finite gradient or a non-finite result; "
-                            "the weights were kept as they were")
         finally:
             self._models.clear()
             self._open = False
