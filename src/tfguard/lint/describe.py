@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import keras
 
+from tfguard.hooks.keras_compat import optimizers_of
 from tfguard.lint.heads import input_shapes, layer_activation, output_heads
 from tfguard.lint.lookup import input_uses
 from tfguard.lint.losses import NO_LOSS, losses_per_output
@@ -272,6 +273,37 @@ def describe_optimizer(optimizer) -> dict:
             "momentum": momentum}
 
 
+def applying_optimizer(model):
+    """The optimizer that applies the model's updates: `model.optimizer`, unless it never stepped
+    while exactly one other optimizer the model holds did (a custom `train_step` with its own,
+    beside the default `compile()` gave the model).
+
+    Example:
+
+    >>> import numpy as np
+    >>> m = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> m.compile()
+    >>> m.own = keras.optimizers.SGD(0.5)
+    >>> m.own.apply_gradients([(np.ones((2, 1), "float32"), m.layers[0].kernel),
+    ...                        (np.ones((1,), "float32"), m.layers[0].bias)])
+    >>> type(applying_optimizer(m)).__name__
+    'SGD'
+    """
+    main = getattr(model, "optimizer", None)
+
+    def stepped(optimizer) -> bool:
+        try:
+            return int(keras.ops.convert_to_numpy(optimizer.iterations)) > 0
+        except (AttributeError, TypeError, ValueError):
+            return False
+
+    if main is None or stepped(main):
+        return main
+    inner = {id(getattr(o, "inner_optimizer", None)) for o in optimizers_of(model)}
+    others = [o for o in optimizers_of(model) if o is not main and id(o) not in inner and stepped(o)]
+    return others[0] if len(others) == 1 else main
+
+
 def _with_uses(model, inputs: list[dict]) -> list[dict]:
     """Adds each input's `use` (lookup / numeric) from tracing the model."""
     uses = input_uses(model)
@@ -327,7 +359,7 @@ def describe_model(model) -> dict:
         "output_activation": heads[0].activation,
         "output_activation_source": heads[0].source,
         "loss": losses[0].to_dict(),
-        "optimizer": describe_optimizer(getattr(model, "optimizer", None)),
+        "optimizer": describe_optimizer(applying_optimizer(model)),
         "layers": [describe_layer(layer) for layer in leaf_layers(model)],
         "inputs": _with_uses(model, describe_inputs(model)),
     }
