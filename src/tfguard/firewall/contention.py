@@ -7,9 +7,10 @@ time spent runnable but waiting for a CPU (`/proc/self/task/<tid>/schedstat`:
 on-CPU nanoseconds, run-queue nanoseconds, slices). `CpuWait.sample()`
 reads the sums over the process's threads at most every `PERIOD` seconds
 and returns the share of the runnable time spent waiting since the last
-reading (`perf/cpu_wait_fraction`): near 0 on an idle machine, about one
-half with two CPU-bound processes beside a run on two cores. Where the
-counters do not exist (not Linux), it returns `None`.
+reading (`perf/cpu_wait_fraction`): 0.65 for a small regression on a
+2-core machine at a load average of 6, 0.75-0.8 with it pinned to one CPU
+beside two CPU-bound processes. Where the counters do not exist (not
+Linux), it returns `None`.
 
 Example:
 
