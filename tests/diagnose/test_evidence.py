@@ -10,6 +10,7 @@ whole table of programs is printed by `benchmarks/diagnosis_user_programs.py`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -310,11 +311,18 @@ def test_a_wait_on_a_busy_machine_is_no_input_bound_unless_a_stage_is_slow():
     assert f.evidence["median_cpu_wait_fraction"] == 0.6 and f.evidence["stage_code"] == "python_map"
 
 
+def _pin(cpus: set) -> None:
+    """Every thread of this process (TensorFlow's pools too) on `cpus`."""
+    for tid in os.listdir("/proc/self/task"):
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
+            os.sched_setaffinity(int(tid), cpus)
+
+
 @pytest.mark.skipif(not os.path.exists("/proc/self/task"), reason="run-queue times are Linux's")
 def test_a_small_in_memory_regression_beside_two_cpu_bound_processes_is_not_input_bound():
     cpus = os.sched_getaffinity(0)
     one = {min(cpus)}
-    os.sched_setaffinity(0, one)  # the run and two busy processes share one CPU
+    _pin(one)  # every thread of the run and two busy processes share one CPU
     hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"],
                              preexec_fn=lambda: os.sched_setaffinity(0, one)) for _ in range(2)]
     try:
@@ -331,7 +339,7 @@ def test_a_small_in_memory_regression_beside_two_cpu_bound_processes_is_not_inpu
     finally:
         for hog in hogs:
             hog.kill()
-        os.sched_setaffinity(0, cpus)
+        _pin(cpus)
     signals = live.recorder.signals()
     busy = signals.series(tags.CPU_WAIT_FRACTION)
     assert busy is not None and np.median(busy.values) > TH.cpu_wait_max
