@@ -33,14 +33,23 @@ def _diagnosed(run: str, model: str, index: int, events: list[dict], guard_event
                      guard_events=list(guard_events), guarded=True)
 
 
+def events_now() -> dict[int, int]:
+    """How many violations each model tfguard is attached to holds now (by `id`): what a session
+    opened now finds, so that it reports only what happened while it was open."""
+    return {id(model): len(inst.events) for model in instrumented_models()
+            if (inst := instrumentation_of(model)) is not None}
+
+
 def outside_fit_records(fits: list[FitRecord], gate_counts: dict[str, int],
-                        first_index: int) -> list[FitRecord]:
+                        first_index: int, before: dict[int, int] | None = None) -> list[FitRecord]:
     """The records of the updates the firewall rejected outside any recorded `fit`.
 
     Args:
         fits: the session's fit records (their violations are accounted for).
         gate_counts: optimizer name -> updates its gate rejected outside a guarded step.
         first_index: the session index of the first new record.
+        before: `events_now()` when the session opened: older violations are not its own.
+            Defaults to `None` (every violation counts).
 
     Returns:
         One `FitRecord` per model with violations no fit recorded, then one per
@@ -50,7 +59,8 @@ def outside_fit_records(fits: list[FitRecord], gate_counts: dict[str, int],
     records = []
     for model in instrumented_models():
         inst = instrumentation_of(model)
-        events = [e for e in (inst.events if inst is not None else []) if id(e) not in recorded]
+        held = list(inst.events) if inst is not None else []
+        events = [e for e in held[(before or {}).get(id(model), 0):] if id(e) not in recorded]
         if events:
             name = str(getattr(model, "name", "model"))
             records.append(_diagnosed(f"{name}-outside-fit", name, first_index + len(records),
@@ -64,4 +74,4 @@ def outside_fit_records(fits: list[FitRecord], gate_counts: dict[str, int],
     return records
 
 
-__all__ = ["outside_fit_records"]
+__all__ = ["events_now", "outside_fit_records"]

@@ -65,7 +65,7 @@ import keras
 
 from tfguard.attach.fit_run import FitRun
 from tfguard.attach.fitcall import fit_hparams, run_name
-from tfguard.attach.outside_fit import outside_fit_records
+from tfguard.attach.outside_fit import events_now, outside_fit_records
 from tfguard.attach.records import FitRecord, ModelState, restore_model, take_model
 from tfguard.diagnose import Diagnosis
 from tfguard.errors import ContractError
@@ -148,6 +148,7 @@ class AttachSession:
         self._wrapper = None
         self._signature = None
         self._models: dict[int, ModelState] = {}
+        self._events_before: dict[int, int] = {}  # violations each guarded model held at start()
         self._running: set[int] = set()
         self._gating = False
         self._warnings = None
@@ -194,6 +195,7 @@ class AttachSession:
         except BaseException:
             _ACTIVE.release()
             raise
+        self._events_before = events_now()
         self._open = True
         return self
 
@@ -232,7 +234,8 @@ class AttachSession:
                 del owner.fit
             # train_on_batch, a hand-written loop: what the firewall rejected there is a run too
             self.fits.extend(outside_fit_records(
-                self.fits, loop.gate_counts() if self._gating else {}, len(self.fits) + 1))
+                self.fits, loop.gate_counts() if self._gating else {}, len(self.fits) + 1,
+                self._events_before))
             for state in self._models.values():
                 if state.logger is not None:  # a fit a callback ended by raising never ended its run
                     with contextlib.suppress(Exception):
