@@ -86,12 +86,14 @@ def no_learning(signals: Signals, thresholds: Thresholds) -> list[Finding]:
     A training accuracy that climbs `nl_acc_rise` above its first epoch is
     learning, even while the loss barely moves (issue 46: two embedding
     models rising from 51 % to 66 %); a classifier at chance (`at_chance`)
-    has learnt nothing, even where its loss fell from a bad start.
+    whose loss has stopped falling at an even pace (it bent flat, as
+    `slow_convergence` reads a curve) has learnt nothing, even where its
+    loss fell from a bad start.
 
     Args:
         signals: the run, with epoch-level `train/loss`.
         thresholds: uses `min_epochs`, `nl_min_drop`, `nl_acc_delta`, `nl_acc_rise`,
-            `satisfied_accuracy`, `chance_margin`.
+            `satisfied_accuracy`, `chance_margin`, `slow_bend`.
 
     Returns:
         At most one finding (error).
@@ -107,6 +109,8 @@ def no_learning(signals: Signals, thresholds: Thresholds) -> list[Finding]:
     best = float(np.min(curve.values))
     drop = (init - best) / max(abs(init), 1e-12)
     chance = at_chance(signals, thresholds)
+    if chance is not None and _still_falling(curve, init, thresholds):
+        chance = None  # at chance yet, but on its way down: slow_convergence's, not this rule's
     if drop >= thresholds.nl_min_drop and chance is None:
         return []
     if chance is None and acc is not None and len(acc) > 1 and (
@@ -137,6 +141,17 @@ def no_learning(signals: Signals, thresholds: Thresholds) -> list[Finding]:
                     "layers are trainable, that labels match the outputs and the loss fits "
                     "the output activation, and that no layer is dead."),
     )]
+
+
+def _still_falling(curve: Series, init: float, thresholds: Thresholds) -> bool:
+    """Whether the loss still falls at an even pace: its last epochs all lower than the one before,
+    and its second half's drop at least `1 / slow_bend` of its first half's (it has not bent flat)."""
+    path = np.concatenate([[init], curve.values])
+    if len(path) < 3 or not np.all(np.diff(path[-3:]) < 0):
+        return False
+    mid = len(path) // 2
+    first_half, second_half = path[0] - path[mid], path[mid] - path[-1]
+    return second_half > 0 and first_half <= thresholds.slow_bend * second_half
 
 
 # -- slow_convergence ---------------------------------------------------------------
