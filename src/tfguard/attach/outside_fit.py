@@ -14,7 +14,7 @@ the violations, `tfguard.findings.event_record`).
 
 Example:
 
->>> records = outside_fit_records([], {"adam": 3}, first_index=1)
+>>> records = outside_fit_records([], {"adam": 3}, first_index=1, before=events_now())
 >>> (records[0].run, records[0].diagnosis.findings[0].id)
 ('adam-outside-fit', 'nonfinite')
 """

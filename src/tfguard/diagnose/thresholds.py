@@ -144,9 +144,9 @@ class Thresholds:
             fraction of a uniform guess's (`ln K`), is at chance: never
             "improving", so its symptoms are warnings, not remarks (issue 41:
             a deep sigmoid network stuck at accuracy 0.497 got its vanishing
-            gradients as a remark). tfguard: chosen, then measured on the
-            user-shaped programs (`benchmarks/diagnosis_user_programs.py`: none
-            of the 22 healthy ones is at chance by this margin).
+            gradients as a remark). tfguard: measured on the user-shaped
+            programs (`benchmarks/diagnosis_user_programs.py`: none of the 22
+            healthy ones is at chance by this margin).
             Defaults to `0.05`.
         slow_max_progress: after `min_epochs` epochs, a training loss still
             above `1 - slow_max_progress` of its initial value, and still
@@ -217,11 +217,11 @@ class Thresholds:
             runnable time waiting for a CPU (`perf/cpu_wait_fraction`, from
             Linux's per-thread run-queue times) ran on a machine other
             processes kept busy: its input wait is not blamed on the pipeline
-            unless the static check names a slow stage. tfguard: chosen (a
-            quarter of the threads' runnable time lost to other processes); on
-            the 2-core machine these tests ran on, at a load average of 6, a
+            unless the static check names a slow stage. tfguard: measured on
+            the 2-core machine these tests ran on, at a load average of 6: a
             small regression read 0.65 alone and 0.75-0.8 pinned to one CPU
-            with two CPU-bound processes (an idle machine was not at hand).
+            with two CPU-bound processes (an idle machine was not at hand; the
+            bar is a quarter of the threads' runnable time lost to others).
             Defaults to `0.25`.
         little_evidence_skipped: a completed run where more than this
             fraction of the rules could not run (their signals were not

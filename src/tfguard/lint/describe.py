@@ -284,8 +284,8 @@ def applying_optimizer(model):
     >>> m = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     >>> m.compile()
     >>> m.own = keras.optimizers.SGD(0.5)
-    >>> m.own.apply_gradients([(np.ones((2, 1), "float32"), m.layers[0].kernel),
-    ...                        (np.ones((1,), "float32"), m.layers[0].bias)])
+    >>> _ = m.own.apply_gradients([(np.ones((2, 1), "float32"), m.layers[0].kernel),
+    ...                            (np.ones((1,), "float32"), m.layers[0].bias)])
     >>> type(applying_optimizer(m)).__name__
     'SGD'
     """
