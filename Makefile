@@ -4,8 +4,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.tfguard-installed
+# NO_MKDOCS_2_WARNING: mkdocs-material's notice about MkDocs 2, printed on every build
+MKDOCS := NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
-.PHONY: demo test lint bench browser clean
+.PHONY: demo test lint docs bench browser clean
 
 $(STAMP): requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,11 +25,16 @@ browser:
 demo: $(STAMP)
 	TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/tfguard demo
 
-# The import contracts (pyproject: [tool.importlinter]) and ruff first, then the tests in two workers.
+# The import contracts (pyproject: [tool.importlinter]), ruff and the docs site first, then the tests in two workers.
 test: $(STAMP) browser
 	$(BIN)/lint-imports
 	$(BIN)/ruff check src tests benchmarks
+	$(MKDOCS)
 	TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/python -m pytest -q -n 2 --dist loadgroup
+
+# The documentation site into site/ (mkdocs.yml); a broken link or reference fails it.
+docs: $(STAMP)
+	$(MKDOCS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
@@ -36,4 +43,4 @@ bench: $(STAMP)
 	for b in benchmarks/*.py; do TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) runs build src/*.egg-info
+	rm -rf $(VENV) runs build site src/*.egg-info

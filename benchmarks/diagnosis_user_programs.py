@@ -6,7 +6,7 @@ the expected root cause, the first warning/error the diagnosis lists, the
 verdict and the run's status. A buggy program is *detected* when its cause
 is among the warnings/errors, *root cause first* when the first one listed
 is its cause; a healthy program has a *false alarm* for any warning or
-error. `--markdown` ends with the README's table.
+error. `--markdown` ends with the table of docs/benchmarks.md.
 
     TF_CPP_MIN_LOG_LEVEL=2 .venv/bin/python benchmarks/diagnosis_user_programs.py [--markdown] [names...]
 """
@@ -52,7 +52,7 @@ def verdict(program, result) -> dict:
 
 
 def markdown(rows: list[dict]) -> str:
-    """The README table: healthy programs in one row, then one row per buggy program."""
+    """The table of docs/benchmarks.md: healthy programs in one row, then one row per buggy program."""
     healthy = [r for r in rows if r["cause"] == "-"]
     alarms = sum(not r["ok"] for r in healthy)
     lines = ["| program | cause | first finding listed | verdict |", "|---|---|---|---|",

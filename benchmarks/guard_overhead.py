@@ -36,7 +36,7 @@ import tfguard  # noqa: E402
 
 
 def reference_cnn(model_class=keras.Model) -> keras.Model:
-    """The reference CNN of the README, compiled with Adam."""
+    """The reference CNN (docs/benchmarks.md, "Guard overhead"), compiled with Adam."""
     keras.utils.set_random_seed(0)
     inputs = keras.Input((28, 28, 1))
     h = keras.layers.Conv2D(32, 3, activation="relu")(inputs)

@@ -172,7 +172,7 @@ def test_a_cut_last_record_is_a_note_not_a_failure(tmp_path, capsys):
     status = main(["diagnose", str(tmp_path)])
     captured = capsys.readouterr()
     assert status == 0 and captured.err == ""
-    assert "truncated record" in captured.out
+    assert "unfinished record" in captured.out and "damaged" not in captured.out
 
 
 _HOSTILE_COMMAND = """
@@ -227,3 +227,18 @@ def test_an_ascii_terminal_gets_ascii_not_a_crash(tmp_path, command, status):
         assert "stuck" in out and "nonfinite" in out and "->" in out and "---" in out
     if command == "compare":
         assert "good" in out and "stuck" in out
+
+
+@pytest.mark.parametrize("argv", [["diagnose", "--json"], ["compare"], ["watch", "--once", "--json"]])
+def test_output_to_a_closed_pipe_ends_quietly(tmp_path, argv):
+    """`tfguard diagnose LOGDIR | head -0`: no "BrokenPipeError ... check the path", status 141."""
+    for run in ("a", "b"):
+        _write_run(tmp_path / "logs" / run)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    command, *options = argv
+    child = subprocess.Popen([sys.executable, "-m", "tfguard", command, str(tmp_path / "logs"),
+                              *options], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    child.stdout.close()  # the reader is gone before the first line is written
+    err = child.stderr.read().decode()
+    assert child.wait(timeout=120) == 141, err
+    assert err == "", err

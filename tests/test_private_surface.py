@@ -35,7 +35,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "tfguard"
 ADAPTERS = frozenset({"hooks/keras_compat.py", "hooks/tf_compat.py", "distribute/keras_20585.py"})
-README = Path(__file__).resolve().parents[1] / "README.md"
+INTERNALS = Path(__file__).resolve().parents[1] / "docs" / "internals.md"
 
 FRAMEWORK_PRIVATE = frozenset({
     # Keras (hooks/keras_compat.py)
@@ -50,7 +50,7 @@ FRAMEWORK_PRIVATE = frozenset({
 })
 """Private Keras / TensorFlow names tfguard knows: flagged anywhere outside the adapters.
 
-The ones an adapter uses today must each have a row in the README's table.
+The ones an adapter uses today must each have a row in the table of docs/internals.md.
 """
 
 PRIVATE_MODULES = ("tensorflow.python", "tensorflow.core", "keras.src", "tensorflow._api", "keras._tf_keras")
@@ -180,29 +180,29 @@ def test_no_private_framework_name_outside_the_adapters():
     own = own_private_names()
     found = [line for relative, tree in _modules(adapters=False) for line in violations(relative, tree, own)]
     assert not found, ("private Keras / TensorFlow names outside hooks/keras_compat.py, hooks/tf_compat.py and "
-                       "distribute/keras_20585.py; route each through an adapter, with a canary and a README row:\n"
+                       "distribute/keras_20585.py; route each through an adapter, with a canary and a row in docs/internals.md:\n"
                        + "\n".join(found))
 
 
-def test_every_known_private_name_is_in_the_readme_table():
-    section = README.read_text().split("### Keras and TensorFlow internals tfguard still touches")[1].split("\n#")[0]
+def test_every_known_private_name_is_in_the_internals_table():
+    section = INTERNALS.read_text(encoding="utf-8")
     adapters = "\n".join((SRC / adapter).read_text() for adapter in sorted(ADAPTERS))
     used = {name for name in FRAMEWORK_PRIVATE if name in adapters}
     assert "_trainable_variables" in used and "_resource" in used  # the adapters are read
     missing = sorted(name for name in used if name not in section)
-    assert not missing, f"private names the adapters use but the README's table does not list: {missing}"
+    assert not missing, f"private names the adapters use but docs/internals.md does not list: {missing}"
 
 
-def _readme_rows() -> list[list[str]]:
-    section = README.read_text().split("### Keras and TensorFlow internals tfguard still touches")[1].split("\n#")[0]
+def _internals_rows() -> list[list[str]]:
+    section = INTERNALS.read_text(encoding="utf-8")
     rows = [line.strip().strip("|").split(" | ") for line in section.splitlines() if line.startswith("| ")]
     return [row for row in rows[1:] if not set(row[0]) <= set("-| ")]  # past the header and its rule
 
 
-def test_every_row_of_the_readme_table_names_a_canary_test_that_exists():
-    rows = _readme_rows()
-    assert len(rows) >= 20, "the README's private-surface table was not found"
-    root = README.parent
+def test_every_row_of_the_internals_table_names_a_canary_test_that_exists():
+    rows = _internals_rows()
+    assert len(rows) >= 20, "the private-surface table of docs/internals.md was not found"
+    root = INTERNALS.parents[1]
     missing = []
     for row in rows:
         canaries = re.findall(r"`(tests/[\w/]+\.py)::(\w+)`", row[-1])
@@ -213,7 +213,7 @@ def test_every_row_of_the_readme_table_names_a_canary_test_that_exists():
             defined = file.is_file() and re.search(rf"^def {name}\(", file.read_text(), re.M)
             if not defined:
                 missing.append(f"{row[0]}: {path}::{name} does not exist")
-    assert not missing, "README private-surface rows without a canary:\n" + "\n".join(missing)
+    assert not missing, "rows of docs/internals.md without a canary:\n" + "\n".join(missing)
 
 
 @pytest.mark.parametrize("adapter", sorted(ADAPTERS))

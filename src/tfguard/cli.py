@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import warnings
 from collections.abc import Sequence
@@ -26,20 +27,29 @@ from tfguard.errors import TfguardError
 from tfguard.text import SafeStream, printable
 
 
+class _Console(Console):
+    """rich's console, but a reader that closed the pipe ends the command as `print` does (`main`)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError("the reader of the output closed it")
+
+
 def _console(stderr: bool = False) -> Console:
     """A console on stdout (or stderr) that degrades to ASCII on a terminal that needs it."""
     stream = SafeStream(sys.stderr if stderr else sys.stdout)
-    return Console(file=stream, stderr=stderr, highlight=False, soft_wrap=True)
+    return _Console(file=stream, stderr=stderr, highlight=False, soft_wrap=True)
 
 
 def cmd_replay(args) -> int:
+    from tfguard.findings import strict_json
     from tfguard.forensics import StoredReplayWarning, replay
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", StoredReplayWarning)  # the summary's first line says it
         report = replay(args.path, imports=args.imports)
-    if args.json:
-        print(json.dumps(report.to_dict(), indent=2, default=str))
+    if args.json:  # strict JSON: a NaN loss is "NaN", as in every tfguard JSON document
+        print(json.dumps(strict_json(report.to_dict()), indent=2, allow_nan=False))
     else:
         _console().print(Text(printable(report.summary())))
     return 0
@@ -177,7 +187,7 @@ def cmd_diagnose(args) -> int:
     from tfguard.diagnose import diagnose_logdir, render_terminal, to_json, write_html
 
     damage: list = []
-    diagnoses = diagnose_logdir(args.logdir, damage=damage)
+    diagnoses = diagnose_logdir(args.logdir, damage=damage, keep_signals=bool(args.html))
     if args.html:
         write_html(diagnoses, args.html)
     if args.json:
@@ -209,7 +219,8 @@ def cmd_watch(args) -> int:
     from tfguard.watch import watch_logdir, watch_outputs
 
     outputs = watch_outputs(console=_console(), errors=_console(stderr=True), json=args.json,
-                            webhooks=args.webhook, timeout=args.webhook_timeout)
+                            webhooks=args.webhook, timeout=args.webhook_timeout,
+                            wait=args.webhook_wait)
     result = watch_logdir(args.logdir, interval=args.interval, once=args.once,
                           exit_on=args.exit_on, settle=args.settle, outputs=outputs)
     return result.exit_code
@@ -343,9 +354,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="one JSON line per event (schema tfguard.watch/1), for other tools")
     p.add_argument("--webhook", action="append", default=[], metavar="URL",
                    help="POST each event's JSON to URL, with retries (repeatable); a failing "
-                   "webhook never stops the watch")
+                   "webhook never stops the watch, errors are sent first, and an event not "
+                   "delivered is said on stderr and makes the exit status 3")
     p.add_argument("--webhook-timeout", type=float, default=None, metavar="SECONDS",
-                   help="seconds one POST may take (default 5)")
+                   help="seconds one POST may take in all (default 5)")
+    p.add_argument("--webhook-wait", type=float, default=None, metavar="SECONDS",
+                   help="at the end (--once, Ctrl-C), wait this long at most for queued events "
+                   "to be delivered (default 60)")
     p.add_argument("--settle", type=float, default=None, metavar="SECONDS",
                    help="report a damaged spot of an event file once it stayed bad this long "
                    "or the file stopped growing this long (default 150: TensorFlow's writers "
@@ -370,6 +385,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler = getattr(args, "handler", None) or COMMANDS[args.command]
     try:
         return int(handler(args) or 0)
+    except BrokenPipeError:
+        return _closed_pipe()
     except TfguardError as error:
         _error(error.message, error.hint)
         return error.exit_code
@@ -384,6 +401,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         _console(stderr=True).print(Text.assemble(("ERROR", "bold red"), " interrupted"))
         return 130
+
+
+SIGPIPE_EXIT = 141
+"""The exit status when stdout was closed by its reader (`tfguard diagnose ... | head`): 128 + SIGPIPE, as the shell reports a command killed by it."""
+
+
+def _closed_pipe() -> int:
+    """Stops writing to a stdout its reader closed, without a word (as `cat` in a pipe does)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush must not fail again
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass
+    return SIGPIPE_EXIT
 
 
 def _error(message: str, hint: str | None) -> None:

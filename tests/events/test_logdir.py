@@ -60,3 +60,16 @@ def test_missing_logdir_is_an_event_file_error_with_path_and_fix(tmp_path):
 
 def test_an_empty_logdir_has_no_runs(tmp_path):
     assert find_runs(tmp_path) == [] and read_logdir(tmp_path) == {}
+
+
+def test_a_symlinked_run_is_read_and_a_link_cycle_or_a_second_link_is_read_once(tmp_path):
+    from tests.watch.logs import EVENT_FILE, append, epoch_records
+
+    logdir, elsewhere = tmp_path / "logs", tmp_path / "elsewhere"
+    append(logdir / "a" / EVENT_FILE, epoch_records(0, 2.3))
+    append(elsewhere / "b" / EVENT_FILE, epoch_records(0, 1.0))
+    os.symlink(elsewhere / "b", logdir / "linked")  # a run linked into a comparison folder
+    os.symlink(logdir, logdir / "loop")  # a cycle
+    os.symlink(logdir / "a", logdir / "z_again")  # the same folder a second time
+    assert find_runs(logdir) == ["a", "linked"]
+    assert sorted(read_logdir(logdir, kinds="scalars")) == ["a", "linked"]

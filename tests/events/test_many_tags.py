@@ -85,3 +85,15 @@ def test_a_million_one_point_tags_stay_within_300_mb(tmp_path):
     assert "950,000 value(s) of later tags were not read" in done.stderr
     assert int(max_rss_kb) < 300 * 1024, max_rss_kb
     assert float(seconds) < 60, seconds
+
+
+def test_tfguard_own_tags_past_the_cap_are_bounded_too(tmp_path, monkeypatch):
+    monkeypatch.setattr(collect, "MAX_TAGS", 100)
+    monkeypatch.setattr(collect, "MAX_OWN_TAGS", 10)
+    path = str(tmp_path / "run" / "events.out.tfevents.1.host")
+    own = b"".join(_text_record(f"guard/x{k}", "-", 1) for k in range(50))
+    _one_point_tags(path, 300, tail=own + _text_record("run/status", "{}", 9))
+    run = read_run(str(tmp_path / "run"))
+    assert len(run.scalars) == 100 and len(run.texts) == 10  # not 51: a crafted file cannot grow it
+    (damage,) = run.damage
+    assert "241 value(s) of later tags were not read" in damage.reason  # 200 scalars, 41 texts

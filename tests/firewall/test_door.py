@@ -6,13 +6,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfguard.firewall.door import (
-    FirewallContext,
-    add_outside_door,
-    gradient_rows,
-    remove_outside_door,
-)
+from tfguard.firewall.door import FirewallContext, gradient_rows
 from tfguard.hooks import context
+from tfguard.hooks.context import add_outside_door, remove_outside_door
 
 _BATCH = (tf.constant([[1.0, -2.0], [0.5, 3.0], [0.0, 1.0], [2.0, 2.0]]), tf.fill((4, 1), 3.0))
 
@@ -100,7 +96,7 @@ class _Counting:
 
     def through_door(self, optimizer, gradients, variables, scale, apply):
         self.seen.append(len(gradients))
-        return apply()
+        return apply(gradients)
 
 
 def test_an_update_outside_any_step_goes_through_the_outside_door_until_it_is_removed():
@@ -133,18 +129,18 @@ def test_variables_given_as_a_generator_reach_both_the_outside_door_and_keras():
     np.testing.assert_allclose(model.trainable_variables[0].numpy(), kernel - 0.5)
 
 
-def test_the_firewalls_door_lies_over_the_hooks_and_each_update_is_seen_once():
-    # The hooks never call the firewall: the firewall's own wrapper of `apply` takes a FirewallContext's
-    # updates and the hooks' wrapper beneath it lets them pass; a plain StepContext (a replay's) is still
-    # the hooks' to record.
-    context.uninstall()  # both come off; the firewall's context puts both back
+def test_one_wrapper_of_apply_serves_every_context_and_each_update_is_seen_once():
+    # One wrapper per class: it hands each update to the active context's door (the firewall's is a
+    # FirewallContext's through_door), and a plain StepContext (a replay's) records it.
+    context.uninstall()
     model = _model()
     guarded = FirewallContext(model)
     with guarded.active():
         model.train_step(_BATCH)
     for cls, _ in context.apply_classes():
-        outer = cls.__dict__["apply"]
-        assert outer._tfguard_firewall_door is not None  # the firewall's, over the hooks'
+        wrapper = cls.__dict__["apply"]
+        assert getattr(wrapper, "_tfguard_wrapped", None) is not None
+        assert getattr(wrapper._tfguard_wrapped, "_tfguard_wrapped", None) is None  # not wrapped twice
     plain = context.StepContext(model)
     with plain.active():
         model.train_step(_BATCH)

@@ -236,3 +236,33 @@ def test_python_replay_does_what_the_command_does(script_quarantine):
     os.remove(os.path.join(path, "replay.json"))  # nothing stored: the load error is the answer
     with pytest.raises(QuarantineError, match="cannot be loaded with safe_mode=True"):
         tfguard.replay(path)
+
+
+def test_replay_json_is_strict_json(script_quarantine, capsys):
+    from tfguard.cli import main
+
+    path, script = script_quarantine
+    assert main(["replay", path, "--import", str(script), "--json"]) == 0
+
+    def refuse(constant):
+        raise ValueError(f"not JSON: {constant}")
+
+    report = json.loads(capsys.readouterr().out, parse_constant=refuse)
+    assert report["first_layer"] == "log" and report["loss"] == "NaN"
+
+
+def test_a_crafted_folder_is_refused_even_when_it_keeps_a_replay(script_quarantine, capsys):
+    from tfguard.cli import main
+
+    path, _script = script_quarantine
+    meta_path = os.path.join(path, "meta.json")
+    with open(meta_path) as handle:
+        meta = json.load(handle)
+    meta["model"]["file"] = "../../elsewhere/model.keras"
+    with open(meta_path, "w") as handle:
+        json.dump(meta, handle)
+    assert os.path.isfile(os.path.join(path, "replay.json"))
+    assert main(["replay", path]) == 2
+    captured = capsys.readouterr()
+    assert "points outside the quarantine folder" in captured.err
+    assert "Replayed with the live model" not in captured.out

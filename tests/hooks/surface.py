@@ -3,7 +3,7 @@
 Each canary wraps what it checks in `canary(name)`: any failure inside
 (an `AttributeError` from a renamed attribute, an assertion on what the
 adapter returns) becomes one `Failed` that names the library, its version,
-the private name, and where tfguard's adapter and the README row live.
+the private name, and where tfguard's adapter and its row in docs/internals.md live.
 
 Example:
 
@@ -32,7 +32,7 @@ def changed(name: str, library: str, error: BaseException) -> str:
     return (
         f"{label} {version()} changed `{name}`, which tfguard relies on "
         f"({type(error).__name__}: {error}). tfguard was written against TensorFlow 2.21 / Keras 3.15: "
-        f"update {adapter} and its row in the README's table "
+        f"update {adapter} and its row in the table of docs/internals.md "
         "'Keras and TensorFlow internals tfguard still touches'."
     )
 
@@ -42,7 +42,7 @@ def canary(name: str, library: str = "keras"):
     """Turns any failure inside into a `Failed` naming `library`'s version and the private `name`.
 
     Args:
-        name: the private attribute or module, as the README's table spells it.
+        name: the private attribute or module, as the table of docs/internals.md spells it.
         library: `"keras"`, `"tensorflow"` or `"keras_20585"` (the Keras
             workaround module). Defaults to `"keras"`.
     """

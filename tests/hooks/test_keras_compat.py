@@ -1,7 +1,7 @@
 """The private Keras surface tfguard touches, checked: a Keras release that changes it fails here first.
 
 Each test names the item of `tfguard.hooks.keras_compat` it guards; the
-canaries of every private name, one per row of the README's table, are in
+canaries of every private name, one per row of docs/internals.md's table, are in
 `tests/hooks/test_keras_surface.py`.
 """
 

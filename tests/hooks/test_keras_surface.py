@@ -1,4 +1,4 @@
-"""Canaries of the private Keras surface: one per row of the README's table, each naming Keras's version.
+"""Canaries of the private Keras surface: one per row of docs/internals.md's table, each naming Keras's version.
 
 Each test checks what `tfguard.hooks.keras_compat` (or the Keras method
 tfguard wraps) gives on real Keras objects; a Keras release that renames
@@ -62,6 +62,15 @@ def test_canary_keras_home(monkeypatch):
         assert at_import.is_absolute() and (at_import.name == ".keras" or "KERAS_HOME" in os.environ)
         monkeypatch.setenv("KERAS_HOME", "/tmp/elsewhere")
         assert keras_compat.keras_home() == Path("/tmp/elsewhere")
+
+
+def test_canary_global_seed_generator():
+    with canary("keras.src.backend.common.global_state (global_seed_generator)"):
+        keras.random.uniform(())  # a draw without a seed makes it
+        seeds = keras_compat.global_seed_generator()
+        before = keras.ops.convert_to_numpy(seeds.state).copy()
+        keras.random.uniform(())
+        assert not np.array_equal(before, keras.ops.convert_to_numpy(seeds.state)), "its state did not move"
 
 
 def test_canary_symbolic_build_builds_everything_so_the_step_traces_once():
@@ -205,14 +214,15 @@ def _built_adam():
 
 def test_canary_base_optimizer_neutral_writes_stay_in_a_stateless_scope():
     w, optimizer = _built_adam()
-    with canary("keras.src.optimizers.base_optimizer.BaseOptimizer (apply, assign*, _backend_update_step, "
-                "_apply_weight_decay)"):
+    with canary("keras.src.optimizers.base_optimizer.BaseOptimizer (apply, assign*, _apply_weight_decay) and "
+                "the TensorFlow backend's _distributed_tf_update_step"):
         assert all(callable(getattr(keras_compat.BaseOptimizer, name)) for name in keras_compat.NEUTRAL_WRITES)
         with keras_compat.neutral_writes(optimizer, [w]), keras.StatelessScope() as scope:
             keras_compat.neutral_apply(optimizer, [tf.constant([1.0, 1.0])], [w])
         assert w.numpy().tolist() == [1.0, -2.0], "the neutral apply wrote the variable"
         assert scope.get_current_value(w) is not None and scope.get_current_value(optimizer.iterations) is not None
-        assert not set(keras_compat.NEUTRAL_WRITES) & set(vars(optimizer)), "the instance kept the neutral methods"
+        kept = {*keras_compat.NEUTRAL_WRITES, "_backend_update_step", "_distributed_tf_update_step", "_var_key"} & set(vars(optimizer))
+        assert not kept, "the instance kept the neutral methods"
 
 
 def test_canary_var_key_finds_the_slots_of_a_variable():

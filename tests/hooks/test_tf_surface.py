@@ -1,4 +1,4 @@
-"""Canaries of the private TensorFlow surface: one per row of the README's table, each naming TF's version.
+"""Canaries of the private TensorFlow surface: one per row of docs/internals.md's table, each naming TF's version.
 
 Each test checks what `tfguard.hooks.tf_compat` gives on real TensorFlow
 objects; a release that renames or changes the private name fails here

@@ -164,6 +164,24 @@ def test_guarded_model_signals_come_from_the_guard_step(tmp_path, images):
         assert ops.count(op) == plain_ops.count(op), op
 
 
+def test_a_skipped_last_batch_writes_the_counters_once_at_the_epoch_end(tmp_path):
+    """The skipped last batch and the epoch end share a step: one point there, not two (issue 46)."""
+    keras.utils.set_random_seed(0)
+    x = np.random.default_rng(0).normal(size=(64, 4)).astype("float32")
+    x[60] = np.nan  # the last of 4 batches, every epoch
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+    model.compile("sgd", "mse")
+    model = tfguard.guard(model, policy="skip", max_quarantined=0)
+    logger = Logger(tmp_path, scalars_every=1, histograms=False, invariants=False)
+    model.fit(x, np.zeros((64, 2), "float32"), batch_size=16, epochs=2, verbose=0, shuffle=False,
+              callbacks=[logger])
+    run = read_run(logger.run_path)
+    assert steps(run[tags.GUARD_EVENTS]) == [3, 6]  # 3 updates an epoch
+    for tag in (tags.GUARD_SKIPPED, tags.GUARD_VIOLATIONS):
+        assert steps(run[tag]) == [3, 6], tag
+    assert [p.value for p in run[tags.GUARD_SKIPPED]] == [1.0, 2.0]
+
+
 def test_exception_in_the_step_closes_the_run(tmp_path, images):
     x, y = images
     x = x.copy()

@@ -150,3 +150,35 @@ def test_tags_past_the_readers_cap_are_said_once_however_many_polls_add_more(tmp
     damage = [e for e in said if e.kind == "damage"]
     assert len(damage) == 1 and damage[0].detail["kind"] == "oversized"
     assert "distinct tags" in damage[0].text
+
+
+def test_a_deleted_run_is_said_removed_and_its_findings_are_no_longer_open(tmp_path):
+    import shutil
+
+    for epoch, loss in enumerate(losses(6, nan_at=3)):
+        append(tmp_path / "lr_10" / EVENT_FILE, epoch_records(epoch, loss))
+        append(tmp_path / "lr_0.01" / EVENT_FILE, epoch_records(epoch, 2.3 * 0.7 ** epoch))
+    watcher = Watcher(tmp_path)
+    assert ("finding", "lr_10") in [(e.kind, e.run) for e in watcher.poll()]
+    assert watcher.stream.counts()["error"] == 1
+    shutil.rmtree(tmp_path / "lr_10")
+    [removed] = watcher.poll()
+    assert (removed.kind, removed.run) == ("removed", "lr_10")
+    assert removed.text == "run folder removed: 1 open finding(s) closed"
+    assert watcher.stream.counts() == {"error": 0, "warning": 0, "info": 0}
+    assert watcher.stream.resolved == 0 and watcher.poll() == []
+    result = watch_logdir(tmp_path, once=True)
+    assert result.open["error"] == 0 and result.runs == 1
+
+
+def test_a_damaged_file_rotated_to_old_is_not_reported_again(tmp_path):
+    run = tmp_path / "run"
+    records = b"".join(epoch_records(e, 2.3 * 0.7 ** e) for e in range(3))
+    broken = bytearray(records)
+    broken[100] ^= 0xFF  # a flipped byte inside the second record: data lost there
+    append(run / EVENT_FILE, bytes(broken))
+    watcher = Watcher(tmp_path, settle=0)
+    assert [e.kind for e in watcher.poll()].count("damage") == 1
+    os.rename(run / EVENT_FILE, run / (EVENT_FILE + ".old"))  # the writer rotates its file
+    append(run / EVENT_FILE.replace("1700000000", "1700000900"), epoch_records(3, 0.5))
+    assert [e.kind for e in watcher.poll()].count("damage") == 0

@@ -8,7 +8,7 @@ brackets the script's callbacks (one callback first, one last) and keeps
 the logs of an epoch end the callbacks did not all see, so the session can
 log that epoch and end the run as completed before the exit goes on.
 `os._exit` runs no Python code at all: nothing can be logged or reported
-after it (see the README's reliability section).
+after it (docs/reliability.md).
 
 Example:
 

@@ -1,16 +1,23 @@
-"""`BoardCache`: the diagnoses of a log directory, re-read only where its files changed.
+"""`BoardCache`: the diagnoses of a log directory, re-read only where its files changed, one run at a time.
 
 A TensorBoard run is a folder holding `*tfevents*` files; its fingerprint
-is the name, size and modification time of each of them. Each folder is
-read once with tfguard's own reader (`tfguard.events.read_run`) and kept
-with its fingerprint; the runs are then normalized and diagnosed by
-`tfguard.diagnose.load_signals` and `tfguard.diagnose.diagnose`, exactly
-as `tfguard diagnose` does, and each diagnosis is kept with the
-fingerprints of the folders it was made from (a Keras run's `train/` and
-`validation/`, its parent's hparams). A look at an unchanged logdir costs
-one walk and one `stat` per event file; a changed run is read again, the
-others are not. A file still being written is read up to its last whole
-record, so a running job shows what is known so far.
+is the name, size and modification time of each of them. The folders are
+grouped in families (`tfguard.diagnose.inputs.logdir.run_families`: a
+run, or a Keras run's parent with its `train/` and `validation/`); a
+family whose fingerprints changed is read and diagnosed again, exactly as
+`tfguard diagnose` does (`load_family`, `diagnose`), the others are not.
+A look at an unchanged logdir costs one walk and one `stat` per event file.
+A file still being written is read up to its last whole record, so a
+running job shows what is known so far.
+
+Memory is bounded across runs: one family is read at a time, and a kept
+diagnosis keeps only what the tab shows of its signals (the loss curves,
+the firewall's counters and records, the texts), never a run's per-layer
+series or histograms.
+
+One run cannot take the tab down: a family whose reading or diagnosis
+raises (a file crafted to break the reader or a rule) becomes a run of
+state `unreadable`, saying what failed, and the others are shown.
 
 Example:
 
@@ -22,15 +29,20 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import os
-import posixpath
 import threading
-from collections.abc import Iterable
 
-from tfguard.diagnose import Diagnosis, diagnose, load_signals
-from tfguard.events import find_runs, read_run
+from tfguard import tags
+from tfguard.diagnose import Diagnosis, Signals, diagnose
+from tfguard.diagnose.inputs.logdir import load_family, root_name, run_families
+from tfguard.events import find_runs
+
+__all__ = ["BoardCache", "fingerprint", "unreadable_diagnosis"]
 
 Fingerprint = tuple[tuple[str, int, int], ...]
+
+_SHOWN_SERIES = (tags.batch("loss"), tags.train("loss"), tags.GUARD_VIOLATIONS, tags.GUARD_SKIPPED)
 
 
 def fingerprint(run_dir: str) -> Fingerprint:
@@ -58,9 +70,23 @@ def fingerprint(run_dir: str) -> Fingerprint:
     return tuple(sorted(found))
 
 
-def _members(run: str, names: Iterable[str]) -> list[str]:
-    """The TensorBoard runs a tfguard run is made of: itself and its direct sub-folders."""
-    return [n for n in names if n == run or (posixpath.dirname(n) or ".") == run]
+def unreadable_diagnosis(run: str, error: BaseException) -> Diagnosis:
+    """The diagnosis shown for a run that could not be read or diagnosed: its state says why.
+
+    Example:
+
+    >>> unreadable_diagnosis("lr_1", RecursionError("too deep")).status["state"]
+    'unreadable'
+    """
+    text = (f"tfguard could not read or diagnose this run ({type(error).__name__}: "
+            f"{str(error)[:300]}); the other runs are shown")
+    return Diagnosis(run=run, status={"state": "unreadable", "text": text}, notes=[text])
+
+
+def _shown(signals: Signals) -> Signals:
+    """What the tab's views read of a run's signals: loss curves, firewall counters and records, texts."""
+    kept = {tag: signals.scalars[tag] for tag in _SHOWN_SERIES if tag in signals.scalars}
+    return dataclasses.replace(signals, scalars=kept, histograms={})
 
 
 class BoardCache:
@@ -76,8 +102,7 @@ class BoardCache:
     def __init__(self, logdir: str | os.PathLike):
         self.logdir = os.fspath(logdir)
         self._lock = threading.Lock()
-        self._runs: dict[str, tuple[tuple, object]] = {}
-        self._diagnoses: dict[str, tuple[tuple, Diagnosis]] = {}
+        self._families: dict[str, tuple[tuple, list[Diagnosis]]] = {}
         self._prints: dict[str, Fingerprint] | None = None
         self._result: list[Diagnosis] = []
         self._updated: dict[str, float] = {}
@@ -92,7 +117,8 @@ class BoardCache:
         """The diagnosis of every run, in run-name order, as `tfguard diagnose` makes them.
 
         Returns:
-            One `Diagnosis` per run; unchanged runs are not read again.
+            One `Diagnosis` per run; unchanged families are not read again; a
+            family that could not be read or diagnosed gives an `unreadable` one.
 
         Raises:
             EventFileError: if the logdir does not exist or is not a directory.
@@ -101,42 +127,29 @@ class BoardCache:
             prints = self.fingerprints()
             if prints == self._prints:
                 return list(self._result)
-            signals = load_signals(self.logdir, reader=lambda _logdir, kinds: self._read(prints, kinds))
-            root = os.path.basename(os.path.normpath(self.logdir)) or "."
-            result, kept, updated = [], {}, {}
-            for s in signals:
-                own = "." if s.run == root and root not in prints else s.run
-                key = tuple((n, prints[n]) for n in _members(own, prints))
-                times = [mtime for _n, mark in key for _f, _size, mtime in mark]
-                if times:
-                    updated[s.run] = max(times) / 1e9
-                hit = self._diagnoses.get(s.run)
-                d = hit[1] if hit is not None and hit[0] == key else diagnose(s)
-                kept[s.run] = (key, d)
-                result.append(d)
-            self._diagnoses, self._prints, self._result = kept, prints, result
-            self._updated = updated
-            return list(result)
+            kept, updated = {}, {}
+            for family, members in run_families(prints).items():
+                key = tuple((name, prints[name]) for name in members)
+                hit = self._families.get(family)
+                found = hit[1] if hit is not None and hit[0] == key else self._diagnose(family, members)
+                kept[family] = (key, found)
+                times = [mtime for _name, mark in key for _file, _size, mtime in mark]
+                for d in found:
+                    if times:
+                        updated[d.run] = max(times) / 1e9
+            self._families, self._prints, self._updated = kept, prints, updated
+            self._result = sorted((d for _key, found in kept.values() for d in found),
+                                  key=lambda d: d.run)
+            return list(self._result)
+
+    def _diagnose(self, family: str, members: list[str]) -> list[Diagnosis]:
+        self.reads += len(members)
+        try:
+            return [dataclasses.replace(d, signals=_shown(d.signals)) if d.signals is not None else d
+                    for d in map(diagnose, load_family(self.logdir, members))]
+        except Exception as error:  # noqa: BLE001 - one run's failure must not take the tab down
+            return [unreadable_diagnosis(root_name(self.logdir) if family == "." else family, error)]
 
     def updated(self, run: str) -> float | None:
         """The mtime (seconds since the epoch) of the newest event file of a diagnosed run, or `None`."""
         return self._updated.get(run)
-
-    def _read(self, prints: dict[str, Fingerprint], kinds) -> dict[str, object]:
-        runs = {}
-        kinds = tuple(kinds)
-        for name, mark in prints.items():
-            hit = self._runs.get(name)
-            if hit is not None and hit[0] == (mark, kinds):
-                runs[name] = hit[1]
-                continue
-            run = read_run(os.path.normpath(os.path.join(self.logdir, name)), kinds=kinds, name=name)
-            self.reads += 1
-            self._runs[name] = ((mark, kinds), run)
-            runs[name] = run
-        for gone in set(self._runs) - set(prints):
-            del self._runs[gone]
-        return runs
-
-
-__all__ = ["BoardCache", "fingerprint"]

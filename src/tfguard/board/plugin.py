@@ -13,8 +13,14 @@ Routes (under `/data/plugin/tfguard/`):
 - `index.js`, `style.css`: the frontend.
 - `runs`: every run (`views.run_view`), the ranking when there are
   several (`views.ranking`, `?sort_by=` to choose the metric) and the
-  tried fixes (`views.trials`), with the seconds the answer took.
+  tried fixes (`reports.ReportCache`: each `report.json` bounded and
+  validated), with the seconds the answer took.
 - `run?run=NAME`: one run's view; 400 without `run`, 404 for an unknown one.
+
+One bad input costs its own part of the answer, never the tab: a run that
+cannot be read, diagnosed or shown is a run of state `unreadable` that
+says why, a refused `report.json` is listed with its `error`, and a
+`sort_by` that is not a short metric tag is answered 400.
 
 It never imports TensorFlow or Keras (the Offline import contract).
 
@@ -37,8 +43,9 @@ from tensorboard.backend import http_util
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
-from tfguard.board.cache import BoardCache
-from tfguard.board.views import ranking, run_view, trials
+from tfguard.board.cache import BoardCache, unreadable_diagnosis
+from tfguard.board.reports import ReportCache
+from tfguard.board.views import ranking, run_view
 from tfguard.errors import EventFileError
 from tfguard.events import find_runs
 
@@ -46,6 +53,8 @@ PLUGIN_NAME = "tfguard"
 """The plugin's name: its tab, its routes' prefix, its entry point."""
 
 _STATIC = {"/index.js": ("index.js", "text/javascript"), "/style.css": ("style.css", "text/css")}
+MAX_QUERY_CHARS = 500
+"""The longest `run` or `sort_by` query value taken (longer ones are answered 400)."""
 
 
 def _static(name: str) -> bytes:
@@ -67,6 +76,7 @@ class TfguardPlugin(base_plugin.TBPlugin):
         super().__init__(context)
         self.logdir = context.logdir or ""
         self.cache = BoardCache(self.logdir) if self.logdir else None
+        self.reports = ReportCache()
 
     def get_plugin_apps(self):
         """The routes, as `{path: WSGI app}`."""
@@ -93,14 +103,22 @@ class TfguardPlugin(base_plugin.TBPlugin):
         start = time.perf_counter()
         diagnoses = self._diagnoses()
         now = time.time()
-        views = [run_view(d, updated=self.cache.updated(d.run), now=now) for d in diagnoses]
+        views = [self._view(d, now) for d in diagnoses]
         return {
             "logdir": self.logdir,
             "runs": views,
             "ranking": ranking(diagnoses, sort_by) if len(diagnoses) > 1 else None,
-            "trials": trials(self.logdir) if self.logdir else [],
+            "trials": self.reports.reports(self.logdir) if os.path.isdir(self.logdir) else [],
             "seconds": round(time.perf_counter() - start, 4),
         }
+
+    def _view(self, d, now: float | None = None) -> dict:
+        """`run_view` of one run; a run whose view fails is shown `unreadable`, saying why."""
+        updated = self.cache.updated(d.run)
+        try:
+            return run_view(d, updated=updated, now=now)
+        except Exception as error:  # noqa: BLE001 - one run's failure must not take the tab down
+            return run_view(unreadable_diagnosis(d.run, error), updated=updated, now=now)
 
     def _diagnoses(self):
         if self.cache is None or not os.path.isdir(self.logdir):
@@ -117,24 +135,31 @@ class TfguardPlugin(base_plugin.TBPlugin):
 
     @wrappers.Request.application
     def _serve_runs(self, request):
-        return http_util.Respond(request, self.runs_answer(request.args.get("sort_by")),
-                                 "application/json")
+        sort_by = request.args.get("sort_by")
+        if sort_by is not None and (len(sort_by) > MAX_QUERY_CHARS or not sort_by.isprintable()):
+            return http_util.Respond(
+                request, {"error": f"Expected `sort_by` to be a metric tag such as val/loss, of at "
+                                   f"most {MAX_QUERY_CHARS} printable characters. Received "
+                                   f"{len(sort_by)} characters."},
+                "application/json", code=400)
+        return http_util.Respond(request, self.runs_answer(sort_by), "application/json")
 
     @wrappers.Request.application
     def _serve_run(self, request):
         name = request.args.get("run")
-        if not name:
+        if not name or len(name) > MAX_QUERY_CHARS:
             return http_util.Respond(
-                request, {"error": "Expected a run name: /run?run=NAME. Received no `run`."},
+                request, {"error": "Expected a run name of at most "
+                                   f"{MAX_QUERY_CHARS} characters: /run?run=NAME. Received "
+                                   f"{'no `run`' if not name else f'{len(name)} characters'}."},
                 "application/json", code=400)
         for d in self._diagnoses():
             if d.run == name:
-                return http_util.Respond(request, run_view(d, updated=self.cache.updated(d.run)),
-                                         "application/json")
+                return http_util.Respond(request, self._view(d), "application/json")
         known = [d.run for d in self._diagnoses()]
         return http_util.Respond(
             request, {"error": f"No run {name!r} under the logdir; expected one of {known[:20]}."},
             "application/json", code=404)
 
 
-__all__ = ["PLUGIN_NAME", "TfguardPlugin"]
+__all__ = ["MAX_QUERY_CHARS", "PLUGIN_NAME", "TfguardPlugin"]

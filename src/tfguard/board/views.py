@@ -4,8 +4,8 @@ Each run is the run of the `tfguard.report/1` document (`to_json`: status,
 hparams, metrics, findings root cause first with evidence, layer, onset
 and fix), plus what the HTML report adds: a one-line headline in the
 words of the terminal report, the firewall's violations with their
-quarantine folder and replay result (`violations`), and the tried fixes of
-`tfguard run --try-fixes` read from the `report.json` files of the logdir.
+quarantine folder and replay result (`violations`). (The tried fixes of
+`tfguard run --try-fixes` come from `tfguard.board.reports`.)
 The ranking is `compare_diagnoses`'s, by the first of `SORT_KEYS` that a run has.
 
 Example:
@@ -20,8 +20,6 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import json
-import os
 import time
 
 from tfguard import tags
@@ -151,31 +149,5 @@ def ranking(diagnoses: list[Diagnosis], sort_by: str | None = None) -> dict:
     return {"sort_by": sort_by, "rows": strict_json(rows)}
 
 
-def trials(logdir: str) -> list[dict]:
-    """The tried fixes found in the logdir: each `report.json` (at its top or one folder down) with `trials`.
-
-    Returns:
-        `{"report": path relative to the logdir, "runs": [original run names],
-        "trials": [...]}` per report, as `tfguard run --try-fixes` wrote it.
-    """
-    found = []
-    candidates = [os.path.join(logdir, "report.json")]
-    try:
-        candidates += [os.path.join(e.path, "report.json") for e in os.scandir(logdir) if e.is_dir()]
-    except OSError:
-        return []
-    for path in sorted(candidates):
-        try:
-            with open(path, encoding="utf-8") as f:
-                doc = json.load(f)
-        except (OSError, ValueError):
-            continue
-        if isinstance(doc, dict) and isinstance(doc.get("trials"), list) and doc["trials"]:
-            found.append({"report": os.path.relpath(path, logdir),
-                          "runs": [r.get("run") for r in doc.get("runs", []) if isinstance(r, dict)],
-                          "trials": doc["trials"]})
-    return found
-
-
 __all__ = ["MAX_CURVE_POINTS", "MAX_VIOLATIONS", "SORT_KEYS", "headline", "loss_curve", "ranking", "run_view",
-           "sort_key", "trials"]
+           "sort_key"]

@@ -1,10 +1,13 @@
 """`diagnose_logdir`: read a log directory and diagnose every run in it.
 
-Reads the runs with `tfguard.diagnose.inputs.logdir.load_signals` (the
+Reads the runs with `tfguard.diagnose.inputs.logdir.iter_signals` (the
 event files, normalized from tfguard's layout or the stock Keras
-callback's; damage kept as notes of its run) and runs the rules. Pass a
-list as `damage` to get the `tfguard.events.Damage` records themselves (the
-CLI's exit status).
+callback's; damage kept as notes of its run), one family of run folders at
+a time, and runs the rules on each before reading the next. Pass a list as
+`damage` to get the `tfguard.events.Damage` records themselves (the CLI's
+exit status). With `keep_signals=False` a diagnosis does not keep its
+run's values, so memory holds one run's values at a time however many runs
+the logdir has (`tfguard diagnose`, `tfguard compare`).
 
 Example:
 
@@ -21,11 +24,12 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Iterable, Mapping
 
 from tfguard.diagnose.engine import Diagnosis, diagnose
-from tfguard.diagnose.inputs.logdir import load_signals
+from tfguard.diagnose.inputs.logdir import iter_signals, load_signals
 from tfguard.diagnose.rules import Rule
 from tfguard.diagnose.thresholds import Thresholds
 
@@ -38,6 +42,7 @@ def diagnose_logdir(
     lint: list | Mapping | None = None,
     reader: Callable | None = None,
     damage: list | None = None,
+    keep_signals: bool = True,
 ) -> list[Diagnosis]:
     """Diagnoses every run under a log directory.
 
@@ -53,9 +58,14 @@ def diagnose_logdir(
         thresholds: a `Thresholds` or a mapping of overrides. Defaults to `None`.
         lint: static findings (e.g. of `tfguard.lint` on the input pipeline)
             to attach: a list for every run, or run name -> list. Defaults to `None`.
-        reader: a function like `tfguard.events.read_logdir`. Defaults to `None`.
+        reader: a function like `tfguard.events.read_logdir`, called once for
+            the whole logdir. Defaults to `None` (one family at a time).
         damage: a list that receives every `tfguard.events.Damage` found
             in the files. Defaults to `None`.
+        keep_signals: keep each run's `Signals` in its `Diagnosis.signals`
+            (the HTML report draws them). With `False`, only a run listed
+            for its damage alone keeps its (empty) signals, the others get
+            `None`. Defaults to `True`.
 
     Returns:
         One `Diagnosis` per run, in run-name order (damage shows in `notes`).
@@ -64,5 +74,13 @@ def diagnose_logdir(
         EventFileError: if `logdir` does not exist or is not a directory.
         ContractError: for an unknown rule id or threshold name.
     """
-    return [diagnose(s, rules=rules, thresholds=thresholds)
-            for s in load_signals(logdir, lint=lint, reader=reader, damage=damage)]
+    found = (iter_signals(logdir, lint=lint, damage=damage) if reader is None
+             else load_signals(logdir, lint=lint, reader=reader, damage=damage))
+    out = []
+    for signals in found:
+        d = diagnose(signals, rules=rules, thresholds=thresholds)
+        if not keep_signals and (signals.scalars or signals.histograms or signals.texts):
+            d = dataclasses.replace(d, signals=None)
+        out.append(d)
+        del d, signals  # before the next family is read
+    return sorted(out, key=lambda d: d.run)

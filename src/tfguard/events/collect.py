@@ -20,7 +20,9 @@ tags are not read but counted, and each file that held some gets one
 `Damage` (kind `"oversized"`) saying how many values were left out, so a
 file that writes a new tag per value (10^6 one-point tags) cannot make the
 reader's memory grow with it. tfguard's own `run/`, `config/`, `guard/`
-and hparams tags are always read.
+and hparams tags are still read past it, up to `MAX_OWN_TAGS` more. A
+reader that keeps several runs at once (the watch) passes them one shared
+`tfguard.events.budget.TagBudget`: a tag it refuses is counted the same way.
 
 `finish` sorts every series by step; for the same tag and step the record read
 last wins (files are read in order, so the later file wins). Restarts are
@@ -46,7 +48,6 @@ Example:
 from __future__ import annotations
 
 import struct
-from array import array
 from itertools import repeat
 
 import numpy as np
@@ -55,16 +56,19 @@ from tensorboard.compat.proto import event_pb2, types_pb2
 from tfguard import tags
 from tfguard.events import decode
 from tfguard.events.blocks import Block
+from tfguard.events.budget import TagBudget
 from tfguard.events.columns import aligned_columns
 from tfguard.events.records import Damage
 from tfguard.events.selection import Selection
 from tfguard.events.template import ScalarTemplate, factorize
 from tfguard.events.values import HistogramPoint, ImageInfo
 
-__all__ = ["MAX_TAGS", "Collector"]
+__all__ = ["MAX_OWN_TAGS", "MAX_TAGS", "Collector"]
 
 _SKIP = "skip"
 _UNPACK_F32 = struct.Struct("<f").unpack
+_PACK_POINT = struct.Struct("<qdd").pack
+_POINT = np.dtype([("step", "<i8"), ("wall", "<f8"), ("value", "<f8")])
 _DT_FLOAT = types_pb2.DT_FLOAT
 _BATCH = 512  # records parsed into columns at once
 _BATCH_BYTES = _BATCH * 256  # larger records (histograms, images) are not scalars
@@ -72,9 +76,11 @@ _UNKNOWN, _SKIPPED = -1, -2  # column codes of tags that are not fast scalars
 MAX_TAGS = 50_000
 """The most distinct tags read per run (a 1000-layer model logs about 10 per layer).
 
-Each tag costs about 2.5 KB from reading to diagnosis, so a run stays within
-about 125 MB of tags whatever its files hold; values of tags past the cap
+Each tag costs about 2 KB from reading to diagnosis, so a run stays within
+about 100 MB of tags whatever its files hold; values of tags past the cap
 are counted and reported as damage."""
+MAX_OWN_TAGS = 1_000
+"""How many of tfguard's own `run/`, `config/`, `guard/` and hparams tags are read past `MAX_TAGS`."""
 _ALWAYS_READ = ("run/", "config/", "guard/", "_hparams_/")
 _SESSION_LOG_MAX_BYTES = 64  # a SessionLog event is ~20 bytes; larger ones are never purges
 _START = event_pb2.SessionLog.START
@@ -102,46 +108,46 @@ def _may_be_session_log(data: bytes) -> bool:
 
 
 class _Scalars:
-    """The points of one scalar tag in the order read, as compact arrays (24 bytes each)."""
+    """The points of one scalar tag in the order read: one packed buffer, 24 bytes a point.
 
-    __slots__ = ("steps", "walls", "values", "adders")
+    One object and one buffer per tag (no Python object per point, no
+    bound methods kept), so a run of many one-point tags costs about 150
+    bytes a tag here.
+    """
+
+    __slots__ = ("points",)
     kind = "scalars"
 
     def __init__(self):
-        self.steps, self.walls, self.values = array("q"), array("d"), array("d")
-        self.adders = (self.steps.append, self.walls.append, self.values.append)
+        self.points = bytearray()
+
+    def add(self, step: int, wall: float, value: float) -> None:
+        self.points += _PACK_POINT(step, wall, value)
 
     def extend(self, steps: np.ndarray, walls: np.ndarray, values: np.ndarray) -> None:
-        self.steps.frombytes(steps.astype(np.int64, copy=False).tobytes())
-        self.walls.frombytes(walls.astype(np.float64, copy=False).tobytes())
-        self.values.frombytes(values.astype(np.float64, copy=False).tobytes())
+        block = np.empty(len(steps), dtype=_POINT)
+        block["step"], block["wall"], block["value"] = steps, walls, values
+        self.points += block.tobytes()
 
     def purge(self, step: int) -> None:
         """Drops the points read so far whose step is >= `step`."""
-        if not len(self.steps):
+        if not self.points:
             return
-        steps = np.frombuffer(self.steps, dtype=np.int64)
-        keep = steps < step
+        points = np.frombuffer(self.points, dtype=_POINT)
+        keep = points["step"] < step
         if bool(keep.all()):
             return
-        kept = (
-            steps[keep],
-            np.frombuffer(self.walls, dtype=np.float64)[keep],
-            np.frombuffer(self.values, dtype=np.float64)[keep],
-        )
-        del steps
-        self.steps, self.walls, self.values = array("q"), array("d"), array("d")
-        self.adders = (self.steps.append, self.walls.append, self.values.append)
-        self.extend(*kept)
+        kept = points[keep].tobytes()
+        del points, keep
+        self.points = bytearray(kept)
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         """Steps, wall times and values sorted by step, the last record per step kept."""
-        if not len(self.steps):
+        if not self.points:
             return None
-        # Views, not copies: the arrays are never appended to after this.
-        steps = np.frombuffer(self.steps, dtype=np.int64)
-        walls = np.frombuffer(self.walls, dtype=np.float64)
-        values = np.frombuffer(self.values, dtype=np.float64)
+        # Views, not copies (strided over the packed points): never appended to after this.
+        points = np.frombuffer(self.points, dtype=_POINT)
+        steps, walls, values = points["step"], points["wall"], points["value"]
         if steps.size > 1 and not bool(np.all(steps[1:] > steps[:-1])):
             order = np.argsort(steps, kind="stable")
             ordered = steps[order]
@@ -170,11 +176,15 @@ class Collector:
         selection: what to keep.
         damage: list that receives a `Damage` for each record or value that
             cannot be decoded.
+        budget: a tag budget shared with other runs' collectors. Defaults to
+            `None` (only `MAX_TAGS` bounds this run).
     """
 
-    def __init__(self, selection: Selection, damage: list[Damage]):
+    def __init__(self, selection: Selection, damage: list[Damage], budget: TagBudget | None = None):
         self.selection = selection
         self.damage = damage
+        self.budget = budget
+        self.charged = 0  # tags charged to `budget`
         self._series: dict[str, _Scalars | _Items | str] = {}
         self._codes: dict[bytes, int] = {}  # UTF-8 tag -> index in _fast, or _SKIPPED
         self._fast: list[_Scalars] = []
@@ -183,7 +193,7 @@ class Collector:
         self._hparams_config: dict | None = None
         self._session: dict[str, object] = {}
         self._seen_start = False
-        self._over_cap: dict[str, list[int]] = {}  # path -> [first offset, values not read]
+        self._over_cap: dict[tuple[str, str], list[int]] = {}  # (path, why) -> [offset, values]
 
     def add(self, path: str, offsets: list[int], datas: list[bytes]) -> None:
         """Decode intact records of the file `path`.
@@ -307,8 +317,9 @@ class Collector:
             for value in values:
                 series = series_of(value.tag)
                 if series is None:
-                    if len(self._series) >= MAX_TAGS and not value.tag.startswith(_ALWAYS_READ):
-                        self._count_over_cap(path, offset)
+                    refused = self._refusal(value.tag)
+                    if refused is not None:
+                        self._count_over_cap(path, offset, refused)
                         continue
                     series = self._classify(value)
                     if series is None:
@@ -328,24 +339,39 @@ class Collector:
                         except Exception as err:  # a bad value is damage
                             self._bad(path, offset, value.tag, step, err)
                             continue
-                    add_step, add_wall, add_value = series.adders
-                    add_step(step)
-                    add_wall(wall)
-                    add_value(number)
+                    series.add(step, wall, number)
                 else:
                     self._add_item(path, offset, series, step, wall, value)
 
-    def _count_over_cap(self, path: str, offset: int) -> None:
-        count = self._over_cap.setdefault(path, [offset, 0])
+    def _refusal(self, tag: str) -> str | None:
+        """Why a new tag is not kept (`"run"`: `MAX_TAGS`; `"budget"`: the shared budget), or `None`."""
+        count = len(self._series)
+        if tag.startswith(_ALWAYS_READ):
+            return None if count < MAX_TAGS + MAX_OWN_TAGS else "run"
+        if count >= MAX_TAGS:
+            return "run"
+        if self.budget is not None and not self.budget.admits(tag):
+            return "budget"
+        return None
+
+    def _count_over_cap(self, path: str, offset: int, why: str) -> None:
+        count = self._over_cap.setdefault((path, why), [offset, 0])
         count[1] += 1
 
-    def _report_over_cap(self) -> None:
-        for path, (offset, count) in self._over_cap.items():
-            self.damage.append(Damage(
-                path, offset, f"more than {MAX_TAGS:,} distinct tags in the run: {count:,} "
-                f"value(s) of later tags were not read, from this offset on (tfguard reads at "
-                f"most {MAX_TAGS:,} tags per run so memory stays bounded; a log that writes a "
-                "new tag per value should write one tag with many steps)", kind="oversized"))
+    def report_over_cap(self) -> None:
+        """Appends to `damage` what was counted past the caps since the last report."""
+        for (path, why), (offset, count) in self._over_cap.items():
+            if why == "run":
+                reason = (f"more than {MAX_TAGS:,} distinct tags in the run: {count:,} value(s) of "
+                          f"later tags were not read, from this offset on (tfguard reads at most "
+                          f"{MAX_TAGS:,} tags per run so memory stays bounded; a log that writes a "
+                          "new tag per value should write one tag with many steps)")
+            else:
+                reason = (f"more than {self.budget.limit:,} distinct tags in the runs read together: "
+                          f"{count:,} value(s) of later tags were not read, from this offset on "
+                          f"(the loss, the metrics and tfguard's own tags still are; read fewer "
+                          "runs at once, e.g. a sub-folder of the logdir)")
+            self.damage.append(Damage(path, offset, reason, kind="oversized"))
         self._over_cap = {}
 
     def purge(self, step: int) -> None:
@@ -377,6 +403,9 @@ class Collector:
         else:
             series = _Items(kind)
         self._series[tag] = series
+        if self.budget is not None:
+            self.budget.charge()
+            self.charged += 1
         return series
 
     def _bad(self, path: str, offset: int, tag: str, step: int, err: Exception) -> None:
@@ -417,7 +446,7 @@ class Collector:
             `hparams`, `hparams_config` and `hparams_session`, shaped as the
             fields of `Run`.
         """
-        self._report_over_cap()
+        self.report_over_cap()
         out: dict[str, dict] = {"scalars": {}, "histograms": {}, "texts": {}, "images": {}}
         for tag, series in self._series.items():
             if series is _SKIP or series.kind == "hparams":

@@ -2,7 +2,10 @@
 
 A run is a directory that directly contains `*tfevents*` files; its name is
 its path relative to the logdir with `/` separators, `"."` for the logdir
-itself. Symbolic links to directories are not followed (no cycles).
+itself. Symbolic links to directories are followed (a run linked into a
+comparison folder is a run, as TensorBoard shows it); a directory reached a
+second time (a link cycle, or two links to one folder) is read once, under
+its first name in sorted order.
 
 Example:
 
@@ -63,7 +66,16 @@ def find_runs(logdir: str | os.PathLike) -> list[str]:
     logdir = os.fspath(logdir)
     _check_logdir(logdir)
     runs = []
-    for dirpath, _dirnames, filenames in os.walk(logdir):
+    seen = {os.path.realpath(logdir)}
+    for dirpath, dirnames, filenames in os.walk(logdir, followlinks=True):
+        dirnames.sort()
+        kept = []
+        for name in dirnames:  # each directory once: no link cycle, no run read twice
+            real = os.path.realpath(os.path.join(dirpath, name))
+            if real not in seen:
+                seen.add(real)
+                kept.append(name)
+        dirnames[:] = kept
         if any(
             "tfevents" in name and os.path.isfile(os.path.join(dirpath, name)) for name in filenames
         ):

@@ -18,12 +18,8 @@ each update, before it is applied:
    one's squared norms taken right after its write
    (`dry_run.weight_table_across`).
 
-The firewall calls down into `tfguard.hooks` and is never called back:
-its door is a wrapper of the optimizers' `apply` of its own (`install`),
-put over the hooks' (which records the updates of a plain `StepContext`,
-a replay's), and it takes the updates of a `FirewallContext` and, outside
-any step, those of an outside door (`add_outside_door`: a hand-written
-loop under `tfguard run`). Beneath it, the hooks' wrapper lets them pass.
+The hooks' one wrapper of the optimizers' `apply` calls the active
+context's `through_door`: this context's is the firewall's door.
 
 Example:
 
@@ -39,8 +35,6 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
-import functools
 from collections.abc import Callable
 
 import keras
@@ -51,17 +45,7 @@ from tfguard.firewall.config import HOLD_BYTES
 from tfguard.firewall.histograms import HIST_BUCKETS, Bucketed, histograms_of
 from tfguard.hooks import dry_run
 from tfguard.hooks.branch import rare
-from tfguard.hooks.context import (
-    StepContext,
-    Update,
-    apply_classes,
-    applying,
-    arrive,
-    current,
-    is_applying,
-    keras_apply,
-)
-from tfguard.hooks.context import install as install_hooks
+from tfguard.hooks.context import StepContext, Update
 from tfguard.hooks.stacks import stack_groups
 from tfguard.hooks.transaction import is_float, tf_variable
 from tfguard.hooks.weights_before import Copied, copy_before
@@ -85,8 +69,6 @@ class FirewallContext(StepContext):
             the gradients then. Defaults to `None` (no gradient histograms).
     """
 
-    sees_updates = False  # its updates come through the firewall's own door (`install`), not the hooks'
-
     def __init__(self, model: keras.Model, *, restores: bool = False, hold_bytes: int | None = None,
                  record_flag=None, weights: bool = False, histogram_flag=None):
         super().__init__(model)
@@ -103,37 +85,34 @@ class FirewallContext(StepContext):
         if restores and model is not None:
             hold_state(model, self, HOLD_BYTES if hold_bytes is None else hold_bytes)
 
-    def active(self) -> contextlib.AbstractContextManager[FirewallContext]:
-        """Makes this the current step of this thread, the firewall's door installed."""
-        install()
-        return super().active()
-
-    def through_door(self, optimizer, gradients, variables, scale, apply: Callable[[], object]):
+    def through_door(self, optimizer, gradients, variables, scale, apply: Callable[[list], object]):
         """Holds, gates and takes the door tables of one update, then applies it (or not: a rejected gated one)."""
         update = self.record_update(optimizer, gradients, variables, scale)
         if update is None:  # inside the step's own control flow: checked through its state alone
-            return apply()
+            return apply(gradients)
         if self.restores:
             self.transaction.hold(update.variables)
             self.transaction.hold(optimizer.variables)
+        if self.gate is not None and any(isinstance(g, tf.IndexedSlices) for g in gradients):
+            gradients = zero_sparse_unless(self.gate.checks_hold(), gradients)
         update.state_bytes = dry_run.state_bytes([*update.variables, *optimizer.variables])
         update.small = self.hold_bytes is None or update.state_bytes <= self.hold_bytes
-        ok = self.gate(update) if self.gate is not None else None
+        ok = self.gate(update, gradients) if self.gate is not None else None
         waits = self._door_tables(update)
         if ok is not None:
             if waits:
                 with tf.control_dependencies(waits):
                     ok = tf.identity(ok)
-            return self._gated(ok, apply)
+            return self._gated(ok, lambda: apply(gradients))
         across = None
         if self.weights and not self.restores:
             copied, across = self._before_for_statistics(update)
             waits += copied
         if waits:
             with tf.control_dependencies([tf.group(waits)]):
-                result = apply()
+                result = apply(gradients)
         else:
-            result = apply()
+            result = apply(gradients)
         if across:
             weights, befores = across
             table = dry_run.weight_table_across(weights, befores, self.record_flag)
@@ -218,71 +197,6 @@ class FirewallContext(StepContext):
         return self.transaction.stacked_before(variables)
 
 
-_MARK = "_tfguard_firewall_door"
-_OUTSIDE: list = []  # doors for updates outside any step (hand-written loops): objects with `through_door`
-
-
-def install() -> None:
-    """Puts the firewall's door over the hooks' on `apply` of Keras's optimizer classes (once per process).
-
-    Again after the hooks' `uninstall`, which takes both off.
-    """
-    install_hooks()
-    for cls, scaled in apply_classes():
-        beneath = cls.__dict__["apply"]
-        if getattr(beneath, _MARK, None) is None:
-            cls.apply = _door_apply(beneath, keras_apply(cls), scaled)
-
-
-def _door_apply(beneath, own_apply, scaled: bool):
-    """`apply` with the firewall's door: an update of a `FirewallContext`'s step, or of no step with an outside door.
-
-    Any other goes on to `beneath` (the hooks' door); one it takes is
-    written with the class's own `apply` (`own_apply`), so no hooks code
-    is on the way to an `apply` nested in it.
-    """
-    @functools.wraps(beneath)
-    def apply(optimizer, grads, trainable_variables=None):
-        step = current()
-        own = step if isinstance(step, FirewallContext) else None
-        door = own if own is not None else (_OUTSIDE[-1] if _OUTSIDE and step is None else None)
-        if door is None or is_applying():
-            return beneath(optimizer, grads, trainable_variables)
-        arrival = arrive(optimizer, grads, trainable_variables, scaled and own is not None)
-
-        def write():
-            return own_apply(optimizer, arrival.gradients, arrival.variables)
-
-        def through():
-            """The update, with any optimizer's apply inside it part of it (not an update of its own)."""
-            with applying():
-                return write()
-
-        if arrival.unbuilt:
-            return through()
-        if own is None:
-            return door.through_door(optimizer, arrival.gradients, arrival.variables, None, through)
-        # A LossScaleOptimizer's inner update is part of it; another optimizer's apply inside one
-        # (a wrapper of the user's) is an update of its own, seen at this door again.
-        return own.through_door(optimizer, arrival.gradients, arrival.variables, arrival.scale,
-                                through if scaled else write)
-
-    setattr(apply, _MARK, beneath)
-    return apply
-
-
-def add_outside_door(door) -> None:
-    """Sends every update made outside any step through `door.through_door` (as a context's)."""
-    install()
-    if door not in _OUTSIDE:
-        _OUTSIDE.append(door)
-
-
-def remove_outside_door(door) -> None:
-    if door in _OUTSIDE:
-        _OUTSIDE.remove(door)
-
-
 def hold_state(model: keras.Model, context: StepContext, hold_bytes: int = HOLD_BYTES) -> None:
     """Holds everything a step of `model` may change, before it runs.
 
@@ -297,6 +211,30 @@ def hold_state(model: keras.Model, context: StepContext, hold_bytes: int = HOLD_
     txn.hold(model.variables, stack=stack)
     txn.hold(model.metrics_variables, checked=False, stack=stack)
     txn.hold(slots, stack=stack)
+
+
+def zero_sparse_unless(ok, gradients: list) -> list:
+    """`gradients` with each sparse one's values zeroed where `ok` is false; dense ones as they are.
+
+    Keras's sparse updates (Adagrad, Adadelta, Adafactor, centered RMSprop
+    on an `Embedding`'s `IndexedSlices`) fail the whole step on a NaN
+    value, after writing part of it, where no rollback can run. An update
+    of a step already rejected gets zeros instead: it is never written
+    (gated) or rolled back (held), and it no longer fails.
+
+    Example:
+
+    >>> g = tf.IndexedSlices(tf.constant([[float("nan")]]), tf.constant([2]), tf.constant([4, 1]))
+    >>> zero_sparse_unless(tf.constant(False), [g, tf.constant([1.0])])[0].values.numpy().tolist()
+    [[0.0]]
+    """
+    def zeroed(gradient):
+        if not isinstance(gradient, tf.IndexedSlices):
+            return gradient
+        values = tf.cond(ok, lambda: gradient.values, lambda: tf.zeros_like(gradient.values))
+        return tf.IndexedSlices(values, gradient.indices, gradient.dense_shape)
+
+    return [zeroed(g) for g in gradients]
 
 
 def door_cond(update: Update, pred, true_fn, false_fn):
@@ -371,5 +309,5 @@ def gradient_rows(grads: list) -> tf.Tensor:
     return tf.concat([table, tf.cast(stats.sizes_of(grads), tf.float32)[:, None]], axis=1)
 
 
-__all__ = ["FirewallContext", "add_outside_door", "door_cond", "gradient_buckets", "gradient_rows", "gradient_table",
-           "hold_state", "install", "remove_outside_door"]
+__all__ = ["FirewallContext", "door_cond", "gradient_buckets", "gradient_rows", "gradient_table", "hold_state",
+           "zero_sparse_unless"]

@@ -95,7 +95,8 @@ class Gate:
     Args:
         policy: the guard's policy.
         hold_bytes: updates whose state is at most this many bytes are held instead.
-        flags_so_far: builds the step's flags as of now (`final=False`).
+        flags_so_far: builds the step's flags as of now (`final=False`); with `state=False`,
+            without the state's (read at the end).
         reducer: the step's shared reductions (one sum per tensor, shared with the final decision).
         weight_stats: where the step keeps, for listeners that want weight norms and
             update ratios, each gated weight's squared norms before, after and of its
@@ -129,8 +130,21 @@ class Gate:
             return False
         return update.state_bytes > self.hold_bytes
 
-    def __call__(self, update) -> tf.Tensor | None:
-        """The flag `apply` runs under, or `None` to hold this update instead."""
+    def checks_hold(self) -> tf.Tensor:
+        """Whether every check of the step so far holds (the state's left out), the same on every replica."""
+        ok = gate_ok(self.flags_so_far(state=False), self.policy, self.reducer)
+        context = tf.distribute.get_replica_context()
+        if context is None or context.num_replicas_in_sync == 1:
+            return ok
+        failed = context.all_reduce(tf.distribute.ReduceOp.SUM, tf.cast(tf.logical_not(ok), tf.float32))
+        return tf.equal(failed, 0.0)
+
+    def __call__(self, update, gradients: list) -> tf.Tensor | None:
+        """The flag `apply` runs under, or `None` to hold this update instead.
+
+        `gradients` are those the update is written with (the door's,
+        `update.gradients` with sparse ones zeroed on a rejected step).
+        """
         if not self.eligible(update):
             return None
         trainable = {id(tf_variable(v)) for v in update.variables}
@@ -166,7 +180,7 @@ class Gate:
 
         ids = set()
         # closed however the loop ends: a failing trace leaves no optimizer with the dry run's writes on it
-        with contextlib.closing(dry_run.runs(update.optimizer, update.gradients, update.variables,
+        with contextlib.closing(dry_run.runs(update.optimizer, gradients, update.variables,
                                              after=before)) as steps:
             values = next(steps, None)
             while values is not None:  # each run reduced here before the next is computed

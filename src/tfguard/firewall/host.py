@@ -236,12 +236,11 @@ class Host:
 
         Rent or buy. The plain trace costs a trace and compile once (the
         200-layer MLP: as long as ~1,000 of its steps); the recording trace,
-        run with its flags off, costs a little on each idle step (measured
-        2026-12-05, 200-layer MLP, one thread: 1.16x plain's, against 1.03x
-        on the plain trace, though under the profiler it runs the plain
-        step's ops). So idle steps run the recording trace (traced first if
-        none is) until they have spent `rent_before_buying` times its first
-        call, then the plain trace is traced once and runs every idle step:
+        run with its flags off, costs a little on each idle step (figures
+        in docs/benchmarks.md, "Depth"). So idle steps run the recording
+        trace (traced first if none is) until they have spent
+        `rent_before_buying` times its first call, then the plain trace is
+        traced once and runs every idle step:
         a short `fit` pays one trace, a long one at most its price again in
         rent. Counting the idle steps' whole time as rent buys early. One
         replica only: under a strategy every worker must pick the same trace.

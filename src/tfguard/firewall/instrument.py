@@ -39,7 +39,7 @@ import tensorflow as tf
 from tfguard.checks.contract import infer_contract
 from tfguard.distribute.keras_20585 import enable_multi_worker
 from tfguard.distribute.lost_worker import COMPLETED_STEP
-from tfguard.firewall import door, probes
+from tfguard.firewall import probes
 from tfguard.firewall.config import GuardConfig
 from tfguard.firewall.host import Host
 from tfguard.firewall.policy import Counters, GuardEvent, GuardWarning, Violation
@@ -224,7 +224,7 @@ class Instrumentation(Counters):
     def prepare(self) -> None:
         """Host-side set-up before a trace: the contract, the taps, the optimizer door."""
         model = self.model
-        door.install()
+        context.install()
         self._ensure_flags()
         if self.guard is not None and self.contract is None and self.guard.data is not None:
             self.contract = infer_contract(model) if self.guard.data == "infer" else self.guard.data

@@ -47,10 +47,11 @@ import tensorflow as tf
 from tfguard.firewall import checkpoints
 from tfguard.firewall.checkpoints import Flag
 from tfguard.firewall.config import DEFAULT_QUARANTINE, GuardConfig
-from tfguard.firewall.door import FirewallContext, add_outside_door, remove_outside_door
+from tfguard.firewall.door import FirewallContext, zero_sparse_unless
 from tfguard.firewall.policy import Counters, GuardEvent, Violation
 from tfguard.firewall.step import Plan, decide, step_after
 from tfguard.hooks import keras_compat
+from tfguard.hooks.context import add_outside_door, remove_outside_door
 from tfguard.hooks.transaction import Transaction
 from tfguard.optimizer_state import model_step
 
@@ -203,7 +204,9 @@ class _OutsideDoor:
         scaled = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
         oks = [] if scaled else [tf.reduce_all(tf.math.is_finite(tf.convert_to_tensor(g)))
                                  for g in grads if g is not None]
-        result = apply()
+        if oks and any(isinstance(g, tf.IndexedSlices) for g in grads):
+            grads = zero_sparse_unless(tf.reduce_all(tf.stack(oks)), grads)
+        result = apply(grads)
         oks.append(txn.all_finite())
         reject = tf.logical_not(tf.reduce_all(tf.stack(oks)))
         txn.restore_if(reject)

@@ -104,7 +104,8 @@ def _sanitize(contract, data):
 
     TensorFlow's sparse cross-entropy kernel fails the whole step on a label
     outside `[0, classes)` (on CPU) or returns NaN (on GPU); the data check
-    has already flagged it, and such a step is never applied.
+    has already flagged it, and such a step is never applied. A NaN or Inf
+    float label becomes 0 first (clipping keeps a NaN).
     """
     if contract is None or not isinstance(data, tuple) or len(data) < 2:
         return data
@@ -114,6 +115,8 @@ def _sanitize(contract, data):
     for check in contract.checks["y"]:
         if isinstance(check, Labels):
             high = tf.cast(check.num_classes - 1, y.dtype)
+            if y.dtype.is_floating:  # a NaN label clips to NaN, then casts to an index far out of range
+                y = tf.where(tf.math.is_finite(y), y, tf.zeros_like(y))
             return (data[0], tf.clip_by_value(y, tf.zeros_like(high), high), *data[2:])
     return data
 
@@ -244,7 +247,7 @@ def make_step(model: keras.Model, inst, original) -> callable:
         data_flags = list(flags)
         judged = {}  # layer outputs judged at a gated update's door: (slot, tensor id) -> Flag (no annotation: AutoGraph cannot convert an annotated nonlocal)
 
-        def collect(final: bool, logs=None) -> list[Flag]:
+        def collect(final: bool, logs=None, state: bool = True) -> list[Flag]:
             """The step's flags as of now: before a gated update (the gate), or at the end."""
             records = tape.records if tape is not None else []
             found = list(data_flags)
@@ -254,11 +257,13 @@ def make_step(model: keras.Model, inst, original) -> callable:
             found += forward
             found += checkpoints.loss(context, logs if final else {})
             found += checkpoints.gradients(context)
-            found += checkpoints.update(context, context.gate, final)
+            if state:
+                found += checkpoints.update(context, context.gate, final)
             return found
 
         if config is not None:
-            context.gate = Gate(config.policy, config.hold_bytes, lambda: collect(final=False), reducer,
+            context.gate = Gate(config.policy, config.hold_bytes,
+                                lambda state=True: collect(final=False, state=state), reducer,
                                 context.weight_stats if context.weights else None, context.record_flag)
         with context.active(), (taps.recording(tape) if want_taps else contextlib.nullcontext()):
             logs = original(_sanitize(contract, data))

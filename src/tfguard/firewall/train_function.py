@@ -8,8 +8,8 @@ read as `None`. The rebuild adds two timestamps around the pull, so the
 host (`tfguard.firewall.host`) measures the input wait of every recording
 step without pulling the batch on the host. It runs the model's
 `train_step` (the guarded one), so it is the firewall's, not a hook: no
-code under `tfguard.hooks` runs the firewall's. The README's table of Keras
-internals lists it; `tests/firewall/test_train_function.py` checks, against
+code under `tfguard.hooks` runs the firewall's. The table of Keras
+internals (docs/internals.md) lists it; `tests/firewall/test_train_function.py` checks, against
 Keras's own train function, that one step of each leaves the same weights.
 
 Example:

@@ -47,7 +47,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tfguard.checks.values import finite
 from tfguard.errors import QuarantineError
+from tfguard.forensics.examples import describe_rows, rows_at_fault
 from tfguard.forensics.quarantine import load_quarantine
 from tfguard.hooks import dry_run, keras_compat, taps
 from tfguard.hooks.context import ORIGINAL_STEP, StepContext
@@ -79,6 +81,9 @@ class ReplayReport:
         op_detail: the counts check_numerics reported.
         nonfinite_layers: every layer with a non-finite output, in order.
         nonfinite_variables: every variable with a non-finite gradient.
+        examples: the rows of the batch at fault: those a failed data check rejected
+            (as the quarantine named them), else the rows of the first non-finite
+            layer's output that hold a NaN/Inf (`bad` of its `values`).
     """
 
     path: str
@@ -93,6 +98,7 @@ class ReplayReport:
     op_detail: str = ""
     nonfinite_layers: list = dataclasses.field(default_factory=list)
     nonfinite_variables: list = dataclasses.field(default_factory=list)
+    examples: list = dataclasses.field(default_factory=list)
     source: str = "replayed"  # or "stored": the live model's replay, kept when the batch was saved
     load_error: str = ""  # why the saved model could not be loaded (a stored report)
 
@@ -103,6 +109,8 @@ class ReplayReport:
             lines.append(
                 f"First non-finite layer on replay: '{self.first_layer}' (output {self.first_layer_output})."
             )
+        if self.examples:
+            lines.append(f"Examples at fault: {describe_rows(self.examples, None).removeprefix('in ')}.")
         if self.op_type:
             lines.append(
                 f"First op producing NaN/Inf: {self.op_type} (output {self.op_output}){self.op_detail}."
@@ -135,6 +143,13 @@ class ReplayReport:
         names = {f.name for f in dataclasses.fields(cls)}
         known = {k: v for k, v in values.items() if k in names}
         return cls(**{"path": "", "step": 0, "loss": float("nan"), **known})
+
+
+def _named_rows(quarantine) -> list[dict]:
+    """The rows the quarantine's failed data check named (`row`, `bad`, `values`)."""
+    named = quarantine.meta.get("examples") or []
+    return [{k: row[k] for k in ("row", "bad", "values")} for row in named
+            if isinstance(row, dict) and all(isinstance(row.get(k), int) for k in ("row", "bad", "values"))]
 
 
 def _nonfinite(value) -> bool:
@@ -239,11 +254,13 @@ def replay(path: str, model: keras.Model | None = None, custom_objects=None,
         model could not be loaded and the live model's replay was kept.
 
     Raises:
-        QuarantineError: for a bad folder, a model that cannot be loaded
-            with no stored replay, or weights that do not fit the model.
+        QuarantineError: for a bad folder (one whose `meta.json` points outside
+            it is refused even with a stored replay), a model that cannot be
+            loaded with no stored replay, or weights that do not fit the model.
     """
     quarantine = load_quarantine(path)
     if model is None:
+        quarantine.model_path()  # a folder crafted to point outside itself is refused, stored replay or not
         try:
             objects = {**definitions(imports), **(custom_objects or {})}
             model = quarantine.load_model(custom_objects=objects or None)
@@ -283,13 +300,14 @@ def replay(path: str, model: keras.Model | None = None, custom_objects=None,
         if error is not None and not context.updates and not context.losses:
             records = _forward_only(model, data)
         report = ReplayReport(path=path, step=int(quarantine.meta["step"]),
-                              loss=_loss_of(context, logs))
+                              loss=_loss_of(context, logs), examples=_named_rows(quarantine))
         for layer, outputs in records:
             flat = [t for t in tf.nest.flatten(outputs) if isinstance(t, tf.Tensor)]
             for index, tensor in enumerate(flat):
                 if tensor.dtype.is_floating and _nonfinite(tensor):
                     if report.first_layer is None:
                         report.first_layer, report.first_layer_output = layer.name, index
+                        report.examples = report.examples or rows_at_fault(finite(), tensor)
                     if layer.name not in report.nonfinite_layers:
                         report.nonfinite_layers.append(layer.name)
         for update in context.updates:

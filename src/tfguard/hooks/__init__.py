@@ -4,14 +4,10 @@ The primitives the firewall, the replay and the signals share. They add no
 op to a graph unless a step's context (`StepContext`) or a recording
 (`taps.recording`) is active. The optimizer's door hands each update to
 the active context's `through_door`: a `StepContext` records it and lets
-it through. Nothing here runs the firewall's code: the firewall puts a
-door of its own over this one (`tfguard.firewall.door`), a cond whose
-branch rarely runs is the caller's `tf.cond`, kept functional here
-(`branch.rare`), the dry run of an update is a generator its caller
-drives (`dry_run.runs`), and the train function that runs the guarded
-step is the firewall's (`tfguard.firewall.train_function`);
-`tests/hooks/test_one_way.py` checks it on whole guarded trainings. The
-private Keras surface tfguard touches is in one module (`keras_compat`),
+it through; the firewall's `FirewallContext` overrides `through_door`
+(`tfguard.firewall.door`). A cond whose branch rarely runs is the caller's
+`tf.cond`, kept functional here (`branch.rare`), and the dry run of an
+update is a generator its caller drives (`dry_run.runs`). The private Keras surface tfguard touches is in one module (`keras_compat`),
 the private TensorFlow surface in another (`tf_compat`), and the marker
 on what tfguard installs is `marks`.
 """

@@ -12,21 +12,20 @@ goes through instead:
   call it): the loss and the predictions are recorded.
 
 A `StepContext` records and lets the update run unchanged (the replay of a
-quarantined batch uses it so). The hooks call nothing above them: the
-firewall's door (hold, gate, take its door tables) is a wrapper of
-`apply` of its own, put over this one (`tfguard.firewall.door`), for its
-own contexts (`sees_updates` false here); what both wrappers share is
-`arrive` (the call's arguments listed once, the optimizer built, the loss
-scale read) and `applying` (an update being written).
+quarantined batch uses it so); a context of its own kind overrides
+`through_door` (the firewall's `FirewallContext` holds, gates and takes its
+door tables there). An update made outside any step goes through the
+outside door registered last (`add_outside_door`: a hand-written loop
+under `tfguard run`), if any.
 
 `keras.optimizers.Optimizer.apply` is wrapped once per process (on first use
-of a context); outside an active context this wrapper calls the original and
-adds no op (the firewall's, over it, adds the ops of an outside door while
-one is registered). A `LossScaleOptimizer`'s own `apply` is wrapped too, so its
-(scaled) gradients are seen where they are; the inner optimizer's apply,
-which runs inside the loss scale's `cond`, is part of the update the door
-saw, and passes straight through (it is no nested update of the step's own
-control flow).
+of a context or an outside door), by one wrapper; outside an active context
+and with no outside door it calls the original and adds no op. A
+`LossScaleOptimizer`'s own `apply` is wrapped too, so its (scaled)
+gradients are seen where they are; the inner optimizer's apply, which runs
+inside the loss scale's `cond`, is part of the update the door saw, and
+passes straight through (it is no nested update of the step's own control
+flow).
 
 Example:
 
@@ -113,9 +112,6 @@ class StepContext:
         transaction: where state is held before it changes. Defaults to a new one.
     """
 
-    sees_updates = True
-    """Whether this wrapper's door takes the context's updates (a context whose door is another's: false)."""
-
     def __init__(self, model: keras.Model, transaction: Transaction | None = None):
         self.model = model
         self.transaction = transaction if transaction is not None else Transaction()
@@ -154,14 +150,14 @@ class StepContext:
         self.updates.append(update)
         return update
 
-    def through_door(self, optimizer, gradients, variables, scale, apply: Callable[[], object]):
-        """The optimizer's door: records the update, then runs `apply()` unchanged.
+    def through_door(self, optimizer, gradients, variables, scale, apply: Callable[[list], object]):
+        """The optimizer's door: records the update, then runs `apply(gradients)` unchanged.
 
         A context of its own may override it to work at the door (the
         firewall's is called by the firewall's own wrapper of `apply`).
         """
         self.record_update(optimizer, gradients, variables, scale)
-        return apply()
+        return apply(gradients)
 
     @property
     def step_optimizer(self):
@@ -283,34 +279,50 @@ def arrive(optimizer, grads, trainable_variables, scaled: bool) -> Arrival:
     return Arrival(grads, trainable_variables, tf.identity(tf.convert_to_tensor(optimizer.dynamic_scale)))
 
 
+_OUTSIDE: list = []
+"""Doors of the updates made outside any step (objects with `through_door`); the last one added takes them."""
+
+
+def add_outside_door(door) -> None:
+    """Sends every optimizer update made outside any step through `door.through_door` (as a context's)."""
+    install()
+    if door not in _OUTSIDE:
+        _OUTSIDE.append(door)
+
+
+def remove_outside_door(door) -> None:
+    if door in _OUTSIDE:
+        _OUTSIDE.remove(door)
+
+
 def _wrap_apply(original, scaled: bool):
     @functools.wraps(original)
     def apply(optimizer, grads, trainable_variables=None):
-        context = current()
-        if is_applying() or context is None or not context.sees_updates:
+        step = current()
+        door = step if step is not None else (_OUTSIDE[-1] if _OUTSIDE else None)
+        if door is None or is_applying():
             return original(optimizer, grads, trainable_variables)
-        arrival = arrive(optimizer, grads, trainable_variables, scaled)
+        arrival = arrive(optimizer, grads, trainable_variables, scaled and step is not None)
 
-        def through():
+        def write(gradients):
+            return original(optimizer, gradients, arrival.variables)
+
+        def through(gradients):
             """The update, with any optimizer's apply inside it part of it (not an update of its own)."""
             with applying():
-                return original(optimizer, arrival.gradients, arrival.variables)
+                return write(gradients)
 
         if arrival.unbuilt:
-            return through()
+            return through(arrival.gradients)
+        if step is None:
+            return door.through_door(optimizer, arrival.gradients, arrival.variables, None, through)
         # A LossScaleOptimizer's inner update (its variables are the loss scale's) is part of it; another
         # optimizer's apply inside one (a wrapper of the user's) is an update of its own, seen at the door.
-        return context.through_door(optimizer, arrival.gradients, arrival.variables, arrival.scale,
-                                    through if scaled else lambda: original(optimizer, arrival.gradients,
-                                                                            arrival.variables))
+        return step.through_door(optimizer, arrival.gradients, arrival.variables, arrival.scale,
+                                 through if scaled else write)
 
     setattr(apply, _MARK, original)
     return apply
-
-
-def keras_apply(cls):
-    """`cls`'s own `apply`, beneath every door (the hooks' wrapper installed: `install`)."""
-    return _INSTALLED[cls][0]
 
 
 def install() -> None:
@@ -327,11 +339,7 @@ def install() -> None:
 
 
 def uninstall() -> None:
-    """Puts the original `apply` methods back (for tests); a door put over this one comes off with it.
-
-    The firewall's goes back on with its next context or outside door
-    (`tfguard.firewall.door.install`), not with a plain `StepContext`.
-    """
+    """Puts the original `apply` methods back (for tests); the next context or outside door wraps them again."""
     for cls, (original, own) in list(_INSTALLED.items()):
         if own:
             cls.apply = original
@@ -340,5 +348,6 @@ def uninstall() -> None:
         _INSTALLED.pop(cls)
 
 
-__all__ = ["ORIGINAL_STEP", "Arrival", "LossSeen", "StepContext", "Update", "apply_classes", "applying", "arrive",
-           "current", "install", "is_applying", "keras_apply", "uninstall", "unwatch_loss", "watch_loss"]
+__all__ = ["ORIGINAL_STEP", "Arrival", "LossSeen", "StepContext", "Update", "add_outside_door", "apply_classes",
+           "applying", "arrive", "current", "install", "is_applying", "remove_outside_door", "uninstall",
+           "unwatch_loss", "watch_loss"]

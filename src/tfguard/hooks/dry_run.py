@@ -12,10 +12,12 @@ finiteness flag as soon as it exists (the values die there, one update's
 worth at a time) and runs the real `apply` only when every flag holds.
 
 The dry run uses the optimizer's backend-neutral methods
-(`BaseOptimizer.assign`, `assign_add`, `assign_sub`, `_backend_update_step`,
-`_apply_weight_decay`, through `keras_compat.neutral_writes`), whose writes
-a `StatelessScope` captures; the TensorFlow backend's own versions write
-`tf.Variable`s directly and would escape it. Optimizers it cannot follow
+(`BaseOptimizer.assign`, `assign_add`, `assign_sub`, `_apply_weight_decay`,
+and a per-variable loop of `update_step` on the Keras variables, through
+`keras_compat.neutral_writes`), whose writes a `StatelessScope` captures;
+the TensorFlow backend's own versions write `tf.Variable`s directly and
+would escape it. What an optimizer's class overrides itself runs as it is
+(Nadam advances `_u_product` in its `_backend_update_step`). Optimizers it cannot follow
 (gradient accumulation and an EMA that overwrites the weights, both writing
 inside a `cond`) get `None`: the guard holds their state instead.
 

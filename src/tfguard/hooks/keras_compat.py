@@ -1,8 +1,8 @@
 """The private Keras surface tfguard still touches, in one place.
 
 Everything else in tfguard uses Keras's public API. What remains here is
-small, named, listed in the README ("Keras and TensorFlow internals tfguard
-still touches") and checked by `tests/hooks/test_keras_surface.py` and
+small, named, listed in docs/internals.md ("Keras and TensorFlow internals
+tfguard still touches") and checked by `tests/hooks/test_keras_surface.py` and
 `tests/hooks/test_keras_compat.py`, which fail naming `keras.__version__`
 and the attribute when a Keras release changes it;
 `tests/test_private_surface.py` fails when a private name is used outside
@@ -12,6 +12,8 @@ this module, `tf_compat` (TensorFlow's) and the keras#20585 workaround:
   (Keras keeps it as `Model._call_has_training_arg`);
 * `nested_layers(model)`: every nested layer (`Layer._flatten_layers`);
 * `keras_home()`: Keras's cache folder (`keras.src.backend.config.keras_home`);
+* `global_seed_generator()`: the seed generator of Keras's random ops called
+  without a seed (`keras.src.backend.common.global_state`);
 * `build_before_trace(model, data)`: Keras's own `Trainer._symbolic_build`,
   called with a batch in hand so the optimizer's slots and the compiled
   metrics exist before the step is traced (a first trace that creates
@@ -34,9 +36,9 @@ this module, `tf_compat` (TensorFlow's) and the keras#20585 workaround:
 * `neutral_writes(optimizer, variables)`, `neutral_apply`,
   `clip_gradients`: an optimizer's backend-neutral update
   (`keras.src.optimizers.base_optimizer.BaseOptimizer`: `apply`, `assign`,
-  `assign_add`, `assign_sub`, `_backend_update_step`,
-  `_apply_weight_decay`; `Optimizer._var_key`, `Optimizer._clip_gradients`),
-  for `tfguard.hooks.dry_run`;
+  `assign_add`, `assign_sub`, `_apply_weight_decay`; the TensorFlow
+  backend's `_distributed_tf_update_step`; `Optimizer._var_key`,
+  `Optimizer._clip_gradients`), for `tfguard.hooks.dry_run`;
 * `OPTIMIZER_CLASS`: the class whose `apply` every Keras optimizer of the
   TensorFlow backend inherits (the public `keras.optimizers.Optimizer`);
   the optimizer door wraps that one method (`tfguard.hooks.context`).
@@ -66,6 +68,7 @@ from pathlib import Path
 import keras
 import tensorflow as tf
 from keras.src.backend import config as keras_config
+from keras.src.backend.common import global_state
 from keras.src.optimizers.base_optimizer import BaseOptimizer
 
 OPTIMIZER_CLASS = keras.optimizers.Optimizer
@@ -87,6 +90,11 @@ def nested_layers(model: keras.layers.Layer) -> list[keras.layers.Layer]:
     return [layer for layer in model._flatten_layers(include_self=False, recursive=True)
             if not isinstance(layer, keras.layers.InputLayer)]
 
+
+
+def global_seed_generator():
+    """The `SeedGenerator` Keras's random ops draw from when given no seed, or `None` before the first such draw."""
+    return global_state.get_global_attribute("global_seed_generator")
 
 
 def keras_home(at_import: bool = False) -> Path:
@@ -207,28 +215,60 @@ def build_shapes(model) -> dict | None:
     return getattr(model, "_build_shapes_dict", None)
 
 
-NEUTRAL_WRITES = ("assign", "assign_add", "assign_sub", "_backend_update_step", "_apply_weight_decay")
-"""The optimizer methods whose backend-neutral versions write through a `StatelessScope`."""
+NEUTRAL_WRITES = ("assign", "assign_add", "assign_sub", "_apply_weight_decay")
+"""The optimizer methods whose backend-neutral versions (`BaseOptimizer`'s) write through a `StatelessScope`."""
+
+_BACKEND_OPTIMIZER = next(cls for cls in OPTIMIZER_CLASS.__mro__ if "_distributed_tf_update_step" in vars(cls))
+"""The TensorFlow backend's optimizer class: its writes go to `tf.Variable`s directly."""
+
+
+def _from_backend(optimizer, name: str) -> bool:
+    """Whether `optimizer` takes method `name` from the TensorFlow backend's class (no class of its own overrides it).
+
+    Nadam's `_backend_update_step` (it advances `_u_product` first) and
+    Muon's `_apply_weight_decay` are their own, and stay.
+    """
+    owner = next(cls for cls in type(optimizer).__mro__ if name in vars(cls))
+    return owner is _BACKEND_OPTIMIZER
 
 
 @contextlib.contextmanager
 def neutral_writes(optimizer, variables):
     """The optimizer's backend-neutral writes and its own variable keys, on this instance only.
 
-    The TensorFlow backend's `assign`, `_backend_update_step`, ... write
-    `tf.Variable`s directly and would escape a `StatelessScope`;
-    `BaseOptimizer`'s route every write through `Variable.assign`, which the
-    scope captures.
+    The TensorFlow backend's `assign`, `_apply_weight_decay` and per-variable
+    loop (`_distributed_tf_update_step`, which its `_backend_update_step`
+    ends in) write `tf.Variable`s directly and would escape a
+    `StatelessScope`; `BaseOptimizer`'s route every write through
+    `Variable.assign`, which the scope captures, and the loop here calls
+    `update_step` on the Keras variables the step was given. A method the
+    optimizer's own class overrides runs as it is (Nadam's
+    `_backend_update_step` advances `_u_product`, then reaches the loop).
     """
     keys = {id(v): optimizer._var_key(v) for v in [*variables, *optimizer.variables]}
     own_key = type(optimizer)._var_key
-    saved = {name: optimizer.__dict__.get(name) for name in (*NEUTRAL_WRITES, "_var_key")}
-    for name in NEUTRAL_WRITES:
-        object.__setattr__(optimizer, name, getattr(BaseOptimizer, name).__get__(optimizer))
+    given: list = []  # the Keras variables of the `_backend_update_step` under way, in its order
+
+    def update_step_given(grads, trainable_variables, learning_rate):
+        given[:] = trainable_variables
+        type(optimizer)._backend_update_step(optimizer, grads, trainable_variables, learning_rate)
+
+    def update_each(distribution, grads_and_vars, learning_rate):
+        # The backend's `_backend_update_step` hands on its variables' `.value`s (a StatelessScope's
+        # tensors once written there), in the order it was given them.
+        for (grad, _), variable in zip(grads_and_vars, given, strict=True):
+            optimizer.update_step(grad, variable, learning_rate)
+
+    replaced = {name: getattr(BaseOptimizer, name).__get__(optimizer)
+                for name in NEUTRAL_WRITES if _from_backend(optimizer, name)}
+    replaced["_backend_update_step"] = update_step_given
+    replaced["_distributed_tf_update_step"] = update_each
     # Inside a StatelessScope a variable assigned once reads back as a tensor, which the
     # backend's key function cannot name: keys are taken before, by identity.
-    object.__setattr__(optimizer, "_var_key",
-                       lambda v: keys[id(v)] if id(v) in keys else own_key(optimizer, v))
+    replaced["_var_key"] = lambda v: keys[id(v)] if id(v) in keys else own_key(optimizer, v)
+    saved = {name: optimizer.__dict__.get(name) for name in replaced}
+    for name, method in replaced.items():
+        object.__setattr__(optimizer, name, method)
     try:
         yield
     finally:
@@ -292,6 +332,7 @@ def optimizers_of(model: keras.Model) -> list:
 
 
 __all__ = ["NEUTRAL_WRITES", "OPTIMIZER_CLASS", "KerasSurfaceWarning", "build_before_trace", "build_optimizer", "build_shapes",
-           "call_has_training_arg", "clip_gradients", "compute_loss", "consumers", "keras_history", "keras_home",
+           "call_has_training_arg", "clip_gradients", "compute_loss", "consumers", "global_seed_generator",
+           "keras_history", "keras_home",
            "loss_function_kwargs", "nested_layers", "neutral_apply",
            "neutral_writes", "optimizer_variables", "optimizers_of", "producer_inputs", "surface_changed", "unpack"]

@@ -1,8 +1,8 @@
 """The private TensorFlow surface tfguard still touches, in one place.
 
 Everything else in tfguard uses TensorFlow's public API. What remains here
-is small, named, listed in the README ("Keras and TensorFlow internals
-tfguard still touches") and checked by `tests/hooks/test_tf_surface.py`,
+is small, named, listed in docs/internals.md ("Keras and TensorFlow
+internals tfguard still touches") and checked by `tests/hooks/test_tf_surface.py`,
 which fails naming `tf.__version__` and the attribute when a TensorFlow
 release changes it; `tests/test_private_surface.py` fails when a private
 name is used outside this module, `keras_compat` and the keras#20585

@@ -32,8 +32,9 @@ from __future__ import annotations
 import keras
 import numpy as np
 
+from tfguard.hooks.untouched import untouched
 from tfguard.invariants import batches, evidence
-from tfguard.invariants.probe import Seen, forward, state_kept
+from tfguard.invariants.probe import Seen, forward
 
 KEEP_ROWS = 4
 """The examples whose outputs are compared alone, among other neighbours and in the batch."""
@@ -117,7 +118,7 @@ def determinism(model: keras.Model, x) -> dict:
     Returns:
         The record; `ok=False` names the first layer whose outputs disagree.
     """
-    with state_kept(model):
+    with untouched(model):
         first, second = _outputs(model, x), _outputs(model, x)
     change, tolerance = _worst(first.outputs, second.outputs)
     record = {"check": "training_mode_leak", "ok": change <= tolerance, "where": None,
@@ -126,7 +127,7 @@ def determinism(model: keras.Model, x) -> dict:
     if cannot:
         return evidence.undecided(record, cannot)
     if not record["ok"]:
-        with state_kept(model):  # two more passes, every layer recorded: which layer differs
+        with untouched(model):  # two more passes, every layer recorded: which layer differs
             first, second = forward(model, x, reads=False), forward(model, x, reads=False)
         layer, _ = _first_layer(first, second)
         record["where"] = layer.path if layer is not None else _model_name(model)
@@ -159,7 +160,7 @@ def batch_independence(model: keras.Model, x) -> dict:
         record["evidence"]["skipped"] = "a batch of one example"
         return record
     inputs = {"alone": batches.take(x, keep), "other_neighbours": batches.replace_rest(x, keep)}
-    with state_kept(model):
+    with untouched(model):
         full = _outputs(model, x)
         variants = {how: _outputs(model, batch) for how, batch in inputs.items()}
     if evidence.not_finite(full.outputs + [a for seen in variants.values() for a in seen.outputs]):
@@ -168,7 +169,7 @@ def batch_independence(model: keras.Model, x) -> dict:
         change, tolerance = _worst(full.outputs, _rows_of(seen, keep).outputs, keep, n)
         if change <= tolerance:
             continue
-        with state_kept(model):  # the two passes again, every layer recorded: which layer breaks it
+        with untouched(model):  # the two passes again, every layer recorded: which layer breaks it
             full = forward(model, x, reads=False)
             cut = _rows_of(forward(model, inputs[how], reads=False), keep)
         layer, _ = _first_layer(full, cut, keep, n)
@@ -255,7 +256,7 @@ def collapse(model: keras.Model, x, seen: Seen | None = None, y=None) -> dict:
         return evidence.undecided(record, "the batch's labels are all the same: one output for "
                                           "every example is right on it")
     if seen is None:
-        with state_kept(model):
+        with untouched(model):
             seen = forward(model, x, models_only=True)
     if evidence.not_finite(seen.outputs):
         return evidence.undecided(record, "the model's outputs on the batch are not finite")

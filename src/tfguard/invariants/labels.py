@@ -30,9 +30,9 @@ import numpy as np
 import tensorflow as tf
 
 from tfguard.hooks import keras_compat
+from tfguard.hooks.untouched import call, untouched
 from tfguard.invariants import batches, evidence
 from tfguard.invariants.inference import RELATIVE_TOLERANCE, relative_change
-from tfguard.invariants.probe import state_kept
 
 
 def _loss(model, x, y, y_pred, sample_weight):
@@ -94,8 +94,8 @@ def labels_read(model: keras.Model, x, y, sample_weight=None) -> dict:
         return evidence.undecided(record, "the batch's sample weights are all zero: the loss is 0 "
                                           "whatever the labels")
     kwargs = {"training": False} if keras_compat.call_has_training_arg(model) else {}
-    with state_kept(model):
-        y_pred = tf.nest.map_structure(tf.convert_to_tensor, model(x, **kwargs))
+    with untouched(model):
+        y_pred = tf.nest.map_structure(tf.convert_to_tensor, call(model, x, **kwargs))
         if evidence.not_finite(y_pred):
             return evidence.undecided(record, "the model's predictions on the batch are not finite")
         other = batches.other_label_structure(y, _classes(y_pred))
@@ -200,8 +200,8 @@ def metrics_read(model: keras.Model, x, y, sample_weight=None) -> dict:
     if evidence.weightless(sample_weight):
         return evidence.undecided(record, "the batch's sample weights are all zero")
     kwargs = {"training": False} if keras_compat.call_has_training_arg(model) else {}
-    with state_kept(model):
-        y_pred = model(x, **kwargs)
+    with untouched(model):
+        y_pred = call(model, x, **kwargs)
         if not hasattr(y_pred, "shape"):
             record["evidence"]["skipped"] = "several outputs"
             return record

@@ -4,7 +4,7 @@
 `evaluate` run) once, eagerly, with a tap on every nested layer
 (`tfguard.hooks.taps`), and returns the model's outputs, what each layer
 returned in the order the layers completed, and which trainable variables
-the pass read. `state_kept(model)` puts every variable the probe may move
+the pass read. `untouched(model)` puts every variable the probe may move
 back as it was: BatchNormalization statistics assigned by a layer that
 hard-codes `training=True`, Dropout's seed state, metric totals.
 
@@ -27,6 +27,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfguard.hooks import keras_compat, taps
+from tfguard.hooks.untouched import call
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,7 +103,7 @@ def forward(model: keras.Model, x, *, training: bool = False, models_only: bool 
         kwargs = {"training": training} if keras_compat.call_has_training_arg(model) else {}
         with (taps.recording() if layers else contextlib.nullcontext()) as tape, \
                 (tf.GradientTape() if reads else contextlib.nullcontext()) as gradient_tape:
-            outputs = model(x, **kwargs)
+            outputs = call(model, x, **kwargs)
         watched = {id(v) for v in gradient_tape.watched_variables()} if reads else set()
         del gradient_tape
     finally:
@@ -113,25 +114,4 @@ def forward(model: keras.Model, x, *, training: bool = False, models_only: bool 
     return Seen(outputs=_numpy(outputs), layers=recorded, read=read)
 
 
-@contextlib.contextmanager
-def state_kept(model: keras.Model):
-    """Restores every non-trainable model variable and metric variable on exit.
-
-    The trainable weights are not copied: the probes never apply an update.
-    """
-    variables = list(model.non_trainable_variables)
-    seen = {id(v) for v in variables}
-    for metric in getattr(model, "metrics", []) or []:
-        for v in metric.variables:
-            if id(v) not in seen:
-                seen.add(id(v))
-                variables.append(v)
-    values = [keras.ops.convert_to_numpy(v.value) for v in variables]
-    try:
-        yield
-    finally:
-        for v, value in zip(variables, values):
-            v.assign(value)
-
-
-__all__ = ["LayerOutput", "Seen", "forward", "state_kept"]
+__all__ = ["LayerOutput", "Seen", "forward"]

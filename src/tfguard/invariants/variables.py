@@ -43,8 +43,8 @@ import numpy as np
 import tensorflow as tf
 
 from tfguard.hooks.keras_compat import call_has_training_arg, nested_layers, optimizers_of
+from tfguard.hooks.untouched import call, untouched
 from tfguard.invariants.inference import RELATIVE_TOLERANCE, relative_change
-from tfguard.invariants.probe import state_kept
 
 SAMPLE = 1024
 """Values of each variable kept to tell a decay (every value scaled alike) from an update."""
@@ -209,12 +209,12 @@ def needed(model: keras.Model, x, paths: list[str], tolerance: float = RELATIVE_
     kwargs = {"training": False} if call_has_training_arg(model) else {}
 
     def outputs():
-        return [np.asarray(o) for o in tf.nest.flatten(model(x, **kwargs))]
+        return [np.asarray(o) for o in tf.nest.flatten(call(model, x, **kwargs))]
 
     wanted = set(paths)
     found = []
     rng = np.random.default_rng(0)
-    with state_kept(model):
+    with untouched(model):
         base = outputs()
         for variable in model.trainable_variables:
             if variable.path not in wanted:

@@ -48,8 +48,9 @@ import numpy as np
 import tensorflow as tf
 
 from tfguard.hooks.keras_compat import unpack
+from tfguard.hooks.untouched import untouched
 from tfguard.invariants import batches, evidence, inference, labels, variables
-from tfguard.invariants.probe import forward, state_kept
+from tfguard.invariants.probe import forward
 from tfguard.optimizer_state import model_step
 
 BATCH_ROWS = 32
@@ -244,7 +245,7 @@ class InvariantWatch:
         return variables.untrained(model, moved, self.fingerprints.paths, self.read, need)
 
     def _trained_unused(self, model, x) -> None:
-        with state_kept(model):
+        with untouched(model):
             self.read = _reads(model, x)
         if self.fingerprints is None or self._unused_pending:
             return

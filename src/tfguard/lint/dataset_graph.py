@@ -252,7 +252,7 @@ def python_function(token: str):
     """The Python callable a `py_function`/`numpy_function` op calls, or `None`.
 
     Reads TensorFlow's registry of those callables (`tf_compat.python_callable`,
-    private: best effort, listed in the README's compatibility note).
+    private: best effort, listed in docs/internals.md).
     """
     return tf_compat.python_callable(token)
 

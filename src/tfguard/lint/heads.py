@@ -36,6 +36,7 @@ import numpy as np
 
 from tfguard.errors import ContractError
 from tfguard.hooks import keras_compat
+from tfguard.hooks.untouched import call, untouched
 from tfguard.lint.layer_kinds import PASS_THROUGH_LAYERS
 
 # Layer classes (and keras.ops operation classes) that are an activation.
@@ -263,8 +264,9 @@ def probe_outputs(model) -> list | None:
     for make in (rng.standard_normal, lambda size: np.abs(rng.standard_normal(size))):
         batch = [make((_PROBE_BATCH, *s[1:])).astype("float32") for s in shapes]
         try:
-            out = model(batch[0] if len(batch) == 1 else batch, training=False)
-        except Exception:  # noqa: BLE001 - any failure means "cannot probe"
+            with untouched(model):
+                out = call(model, batch[0] if len(batch) == 1 else batch, training=False)
+        except Exception:  # noqa: BLE001 - any failure (an unbuilt model too) means "cannot probe"
             continue
         if isinstance(out, dict):
             return [(str(k), np.asarray(v)) for k, v in out.items()]

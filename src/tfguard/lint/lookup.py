@@ -30,6 +30,7 @@ import weakref
 import keras
 import tensorflow as tf
 
+from tfguard.hooks.untouched import call, untouched
 from tfguard.lint.heads import input_shapes
 
 #: Ops that read their input as indices or keys: the value has no numeric scale.
@@ -120,7 +121,8 @@ def input_uses(model: keras.Model) -> list[str] | None:
     if specs is not None:
         try:
             count = len(tf.nest.flatten(specs))
-            graph = tf.function(lambda x: model(x, training=False)).get_concrete_function(specs).graph
+            with untouched(model):
+                graph = tf.function(lambda x: call(model, x, training=False)).get_concrete_function(specs).graph
             outputs = {t.name for t in graph.outputs}
             uses = [_use_of(placeholder, outputs) for placeholder in graph.inputs[:count]]
             if tensors is not None:  # flatten order (sorted dict keys) -> the order of model.inputs

@@ -367,7 +367,7 @@ class Logger(RunStart, StepListener, RunEnd, keras.callbacks.Callback):
         self._metric_tags.update(tag for tag in epoch_values if tags.is_metric(tag))
         values = [scalar_value(tag, value) for tag, value in epoch_values.items()]
         values.extend(self._speed.scalars(step))
-        values.extend(self._guard_counters())
+        values.extend(self._guard_counters(step))
         pictures = []
         if self.keras.epoch_histograms(epoch):  # Keras's histogram_freq: weights at epoch ends
             histograms, pictures = weight_values(self.model, images=self.keras.write_images)

@@ -86,9 +86,10 @@ class StepListener:
     def _on_guard_event(self, event) -> None:
         if not (self._training and self.active):
             return
+        step = int(event.step)
         values = [text_value(tags.GUARD_EVENTS, guard_event_line(event)),
-                  text_value(tags.GUARD_RECORDS, guard_event_json(event)), *self._guard_counters()]
-        self._queue.add(int(event.step), values)
+                  text_value(tags.GUARD_RECORDS, guard_event_json(event)), *self._guard_counters(step)]
+        self._queue.add(step, values)
         self._emit()
 
     def _begin_invariants(self) -> None:
@@ -104,14 +105,24 @@ class StepListener:
             text = text_value(tags.INVARIANT_RECORDS, json.dumps(strict_json(record)))
             self._queue.add(int(record["step"]), [text])
 
-    def _guard_counters(self) -> list:
+    def _guard_counters(self, step: int) -> list:
+        """The firewall's counters at `step`, unless these very values were queued at it already.
+
+        A skipped last batch of an epoch and the epoch's end share a step
+        (the optimizer's iterations do not move on a skipped step): the
+        counters are written once there, not twice.
+        """
         inst = self._inst
         if inst is None or inst.guard is None:
             return []
         violations, skipped = self._guard_offsets
+        counts = (inst.violations + violations, inst.skipped + skipped)
+        if getattr(self, "_counters_queued", None) == (step, counts):
+            return []
+        self._counters_queued = (step, counts)
         return [
-            scalar_value(tags.GUARD_VIOLATIONS, inst.violations + violations),
-            scalar_value(tags.GUARD_SKIPPED, inst.skipped + skipped),
+            scalar_value(tags.GUARD_VIOLATIONS, counts[0]),
+            scalar_value(tags.GUARD_SKIPPED, counts[1]),
         ]
 
 

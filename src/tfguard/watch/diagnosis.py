@@ -7,7 +7,8 @@ stock Keras callback's layout the parent folder of `train/` and
 run of a family got new records, the whole family is normalized and
 diagnosed again, with the public `tfguard.diagnose` functions, so a finding has the same id, words, onset and root cause as
 `tfguard diagnose` gives on the same bytes. Families without new data are
-not touched.
+not touched; families are diagnosed one at a time, so a poll's memory holds
+one family's signals whatever the number of runs.
 
 What is kept of a diagnosis is a `RunState` (findings, status, last step):
 never the signals, whose arrays are views of the followers' buffers.
@@ -71,21 +72,19 @@ def diagnose_families(follower: LogdirFollower, families: Iterable[str], *, root
     Returns:
         family -> the `RunState` of each run it holds now (maybe none).
     """
-    families = set(families)
-    names = [name for name in follower.names if run_family(name) in families]
-    display = {}
-    for name in names:
-        display[root_name if name == "." else name] = run_family(name)
-        fam = run_family(name)
-        display[root_name if fam == "." else fam] = fam
-    out: dict[str, list[RunState]] = {fam: [] for fam in families}
-    for signals in signals_from_runs(follower.snapshot(names), root_name=root_name):
-        d = diagnose(signals, thresholds=thresholds)
-        state = RunState(
-            run=d.run, source=d.source, findings=tuple(d.findings), status=dict(d.status),
-            ended=signals.status is not None,
-            last_step=_last(s.steps for s in signals.scalars.values()),
-            last_epoch=_last(s.epochs for s in signals.scalars.values()))
-        out.setdefault(display.get(d.run, run_family(d.run)), []).append(state)
-        del d, signals  # their arrays are views of the followers' buffers
+    wanted = set(families)
+    groups: dict[str, list[str]] = {}
+    for name in follower.names:
+        if run_family(name) in wanted:
+            groups.setdefault(run_family(name), []).append(name)
+    out: dict[str, list[RunState]] = {fam: [] for fam in wanted}
+    for fam, names in sorted(groups.items()):  # one family's values at a time
+        for signals in signals_from_runs(follower.snapshot(names), root_name=root_name):
+            d = diagnose(signals, thresholds=thresholds)
+            out[fam].append(RunState(
+                run=d.run, source=d.source, findings=tuple(d.findings), status=dict(d.status),
+                ended=signals.status is not None,
+                last_step=_last(s.steps for s in signals.scalars.values()),
+                last_epoch=_last(s.epochs for s in signals.scalars.values())))
+            del d, signals  # their arrays are views of the followers' buffers
     return out

@@ -3,14 +3,17 @@
 Kinds (`KINDS`): `run` (a run appeared), `finding` (a new finding),
 `changed` (an open finding's severity, onset or cause changed), `resolved`
 (a finding went away, e.g. a plateau that ended), `damage` (an event file
-that stopped growing while damaged) and `ended` (the Logger's
-end-of-training record: completed, failed, out of memory, aborted).
+that stopped growing while damaged), `ended` (the Logger's
+end-of-training record: completed, failed, out of memory, aborted) and
+`removed` (the run's folder is gone: its open findings are closed, not
+resolved).
 
 A JSON line is schema `tfguard.watch/1` (a field may be added within a
 version, never renamed or removed)::
 
     {"schema": "tfguard.watch/1",
-     "event": "run" | "finding" | "changed" | "resolved" | "damage" | "ended" | "summary",
+     "event": "run" | "finding" | "changed" | "resolved" | "damage" | "ended" | "removed"
+              | "summary",
      "time": "2026-12-04T14:02:03Z",   # when the watch saw it (UTC)
      "run": str, "severity": "info" | "warning" | "error",
      "step": int | null, "epoch": int | null,   # the finding's onset; where it went away
@@ -40,7 +43,7 @@ from tfguard.findings import strict_json
 __all__ = ["KINDS", "SCHEMA", "WatchEvent", "iso_time"]
 
 SCHEMA = "tfguard.watch/1"
-KINDS = ("run", "finding", "changed", "resolved", "damage", "ended")
+KINDS = ("run", "finding", "changed", "resolved", "damage", "ended", "removed")
 
 
 def iso_time(seconds: float) -> str:

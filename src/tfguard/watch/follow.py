@@ -148,6 +148,7 @@ class FileFollower:
         self.counter = counter if counter is not None else ByteCounter()
         self.offset = 0  # the first byte not consumed: a record boundary
         self._seen: tuple[int, float] | None = None  # (size, mtime) at the last look
+        self.identity: tuple[int, int] | None = None  # (device, inode): the file under any name
         self._pending: dict[tuple[int, str], float] = {}  # (offset, kind) -> first seen
         self._accepted: set[tuple[int, str]] = set()  # reported: read past them
         self.reported: list[Damage] = []  # every damage reported, in order
@@ -174,6 +175,7 @@ class FileFollower:
             stat = os.stat(self.path)
         except OSError:
             return []  # gone for now: the run notices when it lists its files
+        self.identity = (stat.st_dev, stat.st_ino)
         seen = (stat.st_size, stat.st_mtime)
         changed = seen != self._seen
         self._seen = seen

@@ -34,7 +34,7 @@ from collections.abc import Iterable
 from tfguard.events import Run, find_runs
 from tfguard.events.records import Damage
 from tfguard.watch.follow import DEFAULT_SETTLE, ByteCounter
-from tfguard.watch.runs import RunFollower
+from tfguard.watch.runs import RunFollower, watch_budget
 
 __all__ = ["LogdirFollower"]
 
@@ -54,7 +54,9 @@ class LogdirFollower:
         self.logdir = os.fspath(logdir)
         self.settle = float(settle)
         self.counter = counter if counter is not None else ByteCounter()
+        self.budget = watch_budget()  # the distinct tags all runs keep together
         self._runs: dict[str, RunFollower] = {}
+        self.removed: list[str] = []  # the runs the last poll found gone
 
     @property
     def names(self) -> list[str]:
@@ -69,16 +71,21 @@ class LogdirFollower:
 
         Returns:
             `(changed, damage)`: the runs that got new records, and
-            `(run, Damage)` for each damage confirmed by this poll.
+            `(run, Damage)` for each damage confirmed by this poll. The runs
+            whose folder went away are dropped and listed in `removed`.
 
         Raises:
             EventFileError: if `logdir` does not exist or is not a directory.
         """
-        for name in find_runs(self.logdir):
+        present = find_runs(self.logdir)
+        self.removed = sorted(set(self._runs) - set(present))
+        for name in self.removed:  # its folder (or every event file in it) was deleted
+            self._runs.pop(name).release()
+        for name in present:
             if name not in self._runs:
                 path = os.path.normpath(os.path.join(self.logdir, name))
                 self._runs[name] = RunFollower(path, name, settle=self.settle,
-                                               counter=self.counter)
+                                               counter=self.counter, budget=self.budget)
         changed, damage = [], []
         for name in sorted(self._runs):
             grew, found = self._runs[name].poll(now=now)

@@ -21,6 +21,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 import signal
 import threading
@@ -28,6 +29,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 
 from tfguard.diagnose import Thresholds, run_family
+from tfguard.diagnose.inputs.normalize import damage_note
 from tfguard.errors import ContractError, EventFileError
 from tfguard.findings import severity_rank
 from tfguard.watch.diagnosis import diagnose_families
@@ -36,11 +38,13 @@ from tfguard.watch.follow import DEFAULT_SETTLE, ByteCounter
 from tfguard.watch.logdir import LogdirFollower
 from tfguard.watch.stream import FindingStream
 
-__all__ = ["DEFAULT_INTERVAL", "EXIT_ON", "WatchResult", "Watcher", "watch_logdir"]
+__all__ = ["DEFAULT_INTERVAL", "EXIT_ON", "UNDELIVERED_EXIT", "WatchResult", "Watcher", "watch_logdir"]
 
 DEFAULT_INTERVAL = 5.0
 """Seconds between two looks at the logdir (5 s)."""
 EXIT_ON = ("error", "warning")
+UNDELIVERED_EXIT = 3
+"""The exit status of a watch that stopped on its own terms but could not deliver every event to a webhook."""
 _STOPPING_KINDS = ("finding", "changed", "damage", "ended")
 
 
@@ -49,7 +53,8 @@ class WatchResult:
     """How a watch went, for its summary line and exit status.
 
     Args:
-        exit_code: `1` when it stopped at an event as bad as `exit_on`, else `0`.
+        exit_code: `1` when it stopped at an event as bad as `exit_on`, else
+            `UNDELIVERED_EXIT` (3) when an output could not deliver every event, else `0`.
         reason: why it stopped: `"once"`, `"exit_on"`, `"interrupted"` (Ctrl-C),
             `"terminated"` (SIGTERM) or `"polls"`.
         polls: the looks taken.
@@ -60,6 +65,7 @@ class WatchResult:
         resolved: the findings that went away.
         events: the events said.
         stopped_by: the event that stopped it, with `exit_on`.
+        undelivered: the events the outputs could not deliver (webhooks).
     """
 
     exit_code: int = 0
@@ -72,6 +78,7 @@ class WatchResult:
     resolved: int = 0
     events: int = 0
     stopped_by: WatchEvent | None = None
+    undelivered: int = 0
 
     def summary(self) -> str:
         """One line: what was watched, what is open, why it stopped.
@@ -88,10 +95,11 @@ class WatchResult:
         why = {"once": "one pass", "exit_on": "stopped at the first finding asked for",
                "interrupted": "interrupted", "terminated": "terminated",
                "polls": "done"}.get(self.reason, self.reason)
+        lost = f", {self.undelivered} event(s) not delivered" if self.undelivered else ""
         return (f"tfguard watch: {why} after {self.polls} poll{'s' if self.polls != 1 else ''} "
                 f"in {self.seconds:.1f} s; {self.runs} run{'s' if self.runs != 1 else ''}, "
                 f"{total} finding{'s' if total != 1 else ''} open{detail}, {self.resolved} "
-                f"resolved, {_size(self.bytes_read)} read")
+                f"resolved, {_size(self.bytes_read)} read{lost}")
 
 
     def to_json(self) -> dict:
@@ -100,7 +108,7 @@ class WatchResult:
                 "text": self.summary(), "reason": self.reason, "exit_code": self.exit_code,
                 "polls": self.polls, "seconds": round(self.seconds, 3),
                 "bytes_read": self.bytes_read, "runs": self.runs, "open": dict(self.open),
-                "resolved": self.resolved, "events": self.events}
+                "resolved": self.resolved, "events": self.events, "undelivered": self.undelivered}
 
 
 def _size(count: int) -> str:
@@ -156,14 +164,18 @@ class Watcher:
         read = time.perf_counter()
         events = [WatchEvent(
             "damage", self.root_name if run == "." else run,
-            f"damaged event file {d.path} at offset {d.offset}: {d.reason}", severity="warning",
+            damage_note(d), severity="warning",
             detail={"path": d.path, "offset": d.offset, "kind": d.kind}, time=now)
             for run, d in damage]
-        families = sorted({run_family(name) for name in changed})
+        remaining = {run_family(name) for name in self.follower.names}
+        gone = {run_family(name) for name in self.follower.removed}
+        families = sorted({run_family(name) for name in changed} | (gone & remaining))
         states = diagnose_families(self.follower, families, root_name=self.root_name,
                                    thresholds=self.thresholds)
         for fam in families:
             events += self.stream.update(fam, states.get(fam, []), now=now)
+        for fam in sorted(gone - remaining):  # every folder of the run deleted
+            events += self.stream.remove(fam, now=now)
         self.last_timing = {"read_s": read - began, "diagnose_s": time.perf_counter() - read}
         return events
 
@@ -190,18 +202,22 @@ def _stops(event: WatchEvent, exit_on: str | None) -> bool:
 
 
 def _check(interval: float, exit_on: str | None, settle: float) -> None:
-    if not isinstance(interval, (int, float)) or not interval > 0:
+    if not _finite(interval) or not interval > 0:
         raise ContractError(
-            "Received an invalid value for `interval`, expected a positive number of seconds "
+            "Received an invalid value for `interval`, expected a finite number of seconds > 0 "
             f"between two looks at the logdir. Received: interval={interval!r}")
     if exit_on is not None and exit_on not in EXIT_ON:
         raise ContractError(
             f"Received an invalid value for `exit_on`, expected one of {EXIT_ON} or None. "
             f"Received: exit_on={exit_on!r}")
-    if not isinstance(settle, (int, float)) or settle < 0:
+    if not _finite(settle) or settle < 0:
         raise ContractError(
-            "Received an invalid value for `settle`, expected seconds >= 0 a damaged spot may "
-            f"stay bad before it is reported. Received: settle={settle!r}")
+            "Received an invalid value for `settle`, expected a finite number of seconds >= 0 a "
+            f"damaged spot may stay bad before it is reported. Received: settle={settle!r}")
+
+
+def _finite(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def watch_logdir(
@@ -229,14 +245,18 @@ def watch_logdir(
         settle: seconds a damaged spot may stay bad before it is reported;
             `None` for the default. Defaults to `tfguard.watch.follow.DEFAULT_SETTLE` (150).
         outputs: objects with `start(logdir, interval)`, `emit(event)`,
-            `notice(text)` and `finish(result)` (`tfguard.watch.outputs`).
-            Defaults to `()`.
+            `notice(text)` and `finish(result)` (`tfguard.watch.outputs`);
+            `finish` may return how many events it could not deliver. They
+            finish last first, so the first (the printing one) says the
+            others' count in the summary. Defaults to `()`.
         thresholds: the rules' thresholds. Defaults to `None` (as `tfguard diagnose`).
         max_polls: stop after this many looks. Defaults to `None` (no limit).
         sleep: waits between looks. Defaults to `time.sleep`.
 
     Returns:
-        The `WatchResult` (its `exit_code` is the command's exit status).
+        The `WatchResult` (its `exit_code` is the command's exit status:
+        1 at `exit_on`, else `UNDELIVERED_EXIT` when an event was not
+        delivered, else 0).
 
     Raises:
         EventFileError: with `once`, if `logdir` does not exist or is not a directory.
@@ -251,48 +271,57 @@ def watch_logdir(
     started = time.monotonic()
     for out in outputs:
         out.start(watcher.logdir, None if once else interval)
-    waiting = False
-    terminated = []
+    terminated: list = []
     restore = _stop_on_sigterm(terminated)
     try:
-        while True:
-            began = time.monotonic()
-            try:
-                events = watcher.poll()
-            except EventFileError as error:
-                if once:
-                    raise
-                events = []
-                if not waiting:
-                    waiting = True
-                    for out in outputs:
-                        out.notice(f"waiting for the log directory: {error.message}")
-            result.polls += 1
-            for event in events:
-                result.events += 1
-                for out in outputs:
-                    out.emit(event)
-                if _stops(event, exit_on):
-                    result.exit_code, result.reason, result.stopped_by = 1, "exit_on", event
-                    break
-            if result.reason:
-                break
-            if once:
-                result.reason = "once"
-                break
-            if max_polls is not None and result.polls >= max_polls:
-                result.reason = "polls"
-                break
-            sleep(max(0.0, interval - (time.monotonic() - began)))
-    except KeyboardInterrupt:
-        result.reason = "terminated" if terminated else "interrupted"
+        try:
+            _poll_until_stopped(watcher, outputs, result, once=once, exit_on=exit_on,
+                                interval=interval, max_polls=max_polls, sleep=sleep)
+        except KeyboardInterrupt:
+            result.reason = "terminated" if terminated else "interrupted"
+        result.seconds = time.monotonic() - started
+        result.bytes_read = watcher.counter.total
+        result.runs = len(watcher.stream.runs)
+        result.open = watcher.stream.counts()
+        result.resolved = watcher.stream.resolved
+        for out in reversed(outputs):  # webhooks wait for their queue; the printer says the count
+            result.undelivered += out.finish(result) or 0
+        if result.undelivered and result.exit_code == 0:
+            result.exit_code = UNDELIVERED_EXIT
     finally:
-        restore()
-    result.seconds = time.monotonic() - started
-    result.bytes_read = watcher.counter.total
-    result.runs = len(watcher.stream.runs)
-    result.open = watcher.stream.counts()
-    result.resolved = watcher.stream.resolved
-    for out in outputs:
-        out.finish(result)
+        restore()  # after the outputs finish: SIGTERM while webhooks drain stops the wait
     return result
+
+
+def _poll_until_stopped(watcher: Watcher, outputs: list, result: WatchResult, *, once: bool,
+                        exit_on: str | None, interval: float, max_polls: int | None,
+                        sleep: Callable[[float], None]) -> None:
+    """Polls, hands each event to the outputs, sleeps; sets `result.reason` when it stops."""
+    waiting = False
+    while True:
+        began = time.monotonic()
+        try:
+            events = watcher.poll()
+        except EventFileError as error:
+            if once:
+                raise
+            events = []
+            if not waiting:
+                waiting = True
+                for out in outputs:
+                    out.notice(f"waiting for the log directory: {error.message}")
+        result.polls += 1
+        for event in events:
+            result.events += 1
+            for out in outputs:
+                out.emit(event)
+            if _stops(event, exit_on):
+                result.exit_code, result.reason, result.stopped_by = 1, "exit_on", event
+                return
+        if once:
+            result.reason = "once"
+            return
+        if max_polls is not None and result.polls >= max_polls:
+            result.reason = "polls"
+            return
+        sleep(max(0.0, interval - (time.monotonic() - began)))

@@ -24,7 +24,8 @@ __all__ = ["watch_outputs"]
 
 
 def watch_outputs(*, console: Console, errors: Console | None = None, json: bool = False,
-                  webhooks: Iterable[str] = (), timeout: float | None = None) -> list:
+                  webhooks: Iterable[str] = (), timeout: float | None = None,
+                  wait: float | None = None) -> list:
     """The outputs for `watch_logdir`.
 
     Args:
@@ -34,12 +35,15 @@ def watch_outputs(*, console: Console, errors: Console | None = None, json: bool
         json: JSON lines on `console`'s file instead of terminal lines. Defaults to `False`.
         webhooks: URLs to POST every event to. Defaults to `()`.
         timeout: seconds one POST may take. Defaults to `None` (`WebhookOutput`'s 5 s).
+        wait: seconds the end waits for the webhooks' queued events. Defaults
+            to `None` (`WebhookOutput`'s 60 s).
 
     Returns:
         The outputs, the printing one first.
 
     Raises:
-        ContractError: for a webhook URL that is not http(s).
+        ContractError: for a webhook URL that is not http(s), or a `timeout` or
+            `wait` that is not a finite number of seconds (> 0, >= 0).
     """
     errors = errors if errors is not None else console
 
@@ -47,5 +51,6 @@ def watch_outputs(*, console: Console, errors: Console | None = None, json: bool
         errors.print(Text(printable(text, newlines=False), style="yellow"))
 
     first = JsonLinesOutput(console.file, errors=say) if json else TerminalOutput(console)
-    options = {} if timeout is None else {"timeout": timeout}
+    options = {name: value for name, value in (("timeout", timeout), ("wait", wait))
+               if value is not None}
     return [first, *(WebhookOutput(url, notice=say, **options) for url in webhooks)]

@@ -12,7 +12,13 @@ last record of a step wins, restarts purged).
 
 A file that shrinks or disappears (rewritten, rotated away) makes the run
 start over from its files as they are now; damage already reported is not
-reported again.
+reported again, also when the file is read again under a new name (a
+rotated `.old` file is the same inode).
+
+All the runs of a watch share one `tfguard.events.budget.TagBudget`
+(`watch_budget`: `MAX_WATCHED_TAGS` tags over the logdir, the tags the
+rules judge a whole run by exempt), so memory stays bounded however many
+runs the logdir holds; a tag refused is reported as damage of its file.
 
 Example:
 
@@ -37,18 +43,36 @@ from __future__ import annotations
 
 import gc
 
+from tfguard import tags
 from tfguard.events import Run
 from tfguard.events.blocks import Block
+from tfguard.events.budget import TagBudget
 from tfguard.events.collect import Collector
 from tfguard.events.records import Damage
 from tfguard.events.run import event_files
 from tfguard.events.selection import Selection
 from tfguard.watch.follow import DEFAULT_SETTLE, ByteCounter, FileFollower, FileRewritten
 
-__all__ = ["KINDS", "RunFollower"]
+__all__ = ["KINDS", "MAX_WATCHED_TAGS", "RUN_LEVEL_PREFIXES", "RunFollower", "watch_budget"]
 
 KINDS = ("scalars", "texts", "hparams")
 """What a watched run keeps: what the diagnosis rules read (no histograms, no images)."""
+
+MAX_WATCHED_TAGS = 250_000
+"""The most distinct tags a watch keeps over all its runs (about 150 bytes each, plus 24 a point).
+
+Past it, a new per-layer or unknown tag is not read (counted and reported
+as damage); the tags of `RUN_LEVEL_PREFIXES` are still read, each run
+bounded by `tfguard.events.collect.MAX_TAGS`."""
+
+RUN_LEVEL_PREFIXES = (tags.TRAIN, tags.VAL, tags.BATCH, tags.OPTIMIZER, tags.PERF, tags.DATA,
+                      tags.GUARD, tags.CONFIG, "run/", "_hparams_/", "epoch_", "batch_", "evaluation_")
+"""Tags the rules judge a whole run by (loss, metrics, the firewall, how it ended; Keras's too)."""
+
+
+def watch_budget() -> TagBudget:
+    """The budget the runs of one watch share (`MAX_WATCHED_TAGS`, `RUN_LEVEL_PREFIXES` exempt)."""
+    return TagBudget(MAX_WATCHED_TAGS, exempt=RUN_LEVEL_PREFIXES)
 
 _SELECTION = Selection.build(kinds=KINDS)
 
@@ -62,23 +86,34 @@ class RunFollower:
         settle: seconds a bad spot may stay bad before it is reported.
             Defaults to `tfguard.watch.follow.DEFAULT_SETTLE`.
         counter: counts the bytes read. Defaults to `None` (a new `ByteCounter`).
+        budget: the tag budget shared with the watch's other runs. Defaults to
+            `None` (a budget of its own, `watch_budget()`).
     """
 
     def __init__(self, path: str, name: str, *, settle: float = DEFAULT_SETTLE,
-                 counter: ByteCounter | None = None):
+                 counter: ByteCounter | None = None, budget: TagBudget | None = None):
         self.path = path
         self.name = name
         self.settle = float(settle)
         self.counter = counter if counter is not None else ByteCounter()
-        self._reported: set[tuple[str, int, str]] = set()
+        self.budget = budget if budget is not None else watch_budget()
+        self._reported: set[tuple[object, int, str]] = set()
         self.damage: list[Damage] = []  # every damage reported, in order
+        self._collector: Collector | None = None
         self._start_over()
 
     def _start_over(self) -> None:
+        self.release()
         self._files: dict[str, FileFollower] = {}
         self._decode_damage: list[Damage] = []
-        self._collector = Collector(_SELECTION, self._decode_damage)
+        self._collector = Collector(_SELECTION, self._decode_damage, budget=self.budget)
         self._records = 0
+
+    def release(self) -> None:
+        """Gives the run's tags back to the shared budget (the run is read again, or forgotten)."""
+        if self._collector is not None:
+            self.budget.release(self._collector.charged)
+            self._collector.charged = 0
 
     def poll(self, *, now: float) -> tuple[bool, list[Damage]]:
         """Reads what was appended to the run's files since the last poll.
@@ -108,6 +143,7 @@ class RunFollower:
                 follower = FileFollower(path, settle=self.settle, counter=self.counter)
                 self._files[path] = follower
             found.extend(follower.poll(lambda item, path=path: self._add(path, item), now=now))
+        self._collector.report_over_cap()  # tags past a cap: said at this poll (--once too)
         found.extend(self._decode_damage)
         self._decode_damage.clear()
         return self._records != before, self._report(found)
@@ -115,9 +151,12 @@ class RunFollower:
     def _report(self, found: list[Damage]) -> list[Damage]:
         new = []
         for d in found:
-            # tags past the cap are counted again at each snapshot: said once per file
+            # tags past the cap are counted again at each snapshot: said once per file; a file
+            # is known by its inode, so one renamed (rotated to `.old`) and read again is not
+            follower = self._files.get(d.path)
+            file = follower.identity if follower is not None and follower.identity else d.path
             over_cap = d.kind == "oversized" and d.reason.startswith("more than")
-            key = (d.path, -1 if over_cap else d.offset, d.kind)
+            key = (file, -1 if over_cap else d.offset, d.kind)
             if key not in self._reported:
                 self._reported.add(key)
                 new.append(d)

@@ -6,7 +6,9 @@ run's new diagnosis it says what is new (`finding`), what changed in an open
 finding (`changed`: its severity, onset or root cause; not its message,
 whose numbers move with every step), what went away (`resolved`, at the
 run's last step) and, once, that a run appeared (`run`) or that the
-Logger's end-of-training record arrived (`ended`).
+Logger's end-of-training record arrived (`ended`). A family whose folders
+are all gone (`remove`) closes its runs' findings with one `removed` event
+per run: they are no longer open, nor counted resolved.
 
 Example:
 
@@ -73,6 +75,18 @@ class FindingStream:
         self._family_runs[family] = names
         for state in states:
             events += self._update_run(state, now)
+        return events
+
+    def remove(self, family: str, *, now: float) -> list[WatchEvent]:
+        """Forgets a family whose folders were deleted; returns a `removed` event per run it had."""
+        events = []
+        for run in sorted(self._family_runs.pop(family, set())):
+            closed = self.open.pop(run, {})
+            self.runs.pop(run, None)
+            self._ended.discard(run)
+            count = f"{len(closed)} open finding(s) closed" if closed else "no open finding"
+            events.append(WatchEvent("removed", run, f"run folder removed: {count}",
+                                     detail={"closed": [f.id for f in closed.values()]}, time=now))
         return events
 
     def _update_run(self, state: RunState, now: float) -> list[WatchEvent]:

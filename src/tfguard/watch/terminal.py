@@ -81,7 +81,8 @@ class TerminalOutput:
         """Prints one event (a new finding with its root cause and fix)."""
         line = Text(time.strftime("%H:%M:%S", self.clock(event.time or None)) + "  ")
         label = {"finding": event.severity, "changed": event.severity, "ended": event.severity,
-                 "resolved": "resolved", "damage": "damage", "run": "run"}[event.kind]
+                 "resolved": "resolved", "damage": "damage", "run": "run",
+                 "removed": "removed"}[event.kind]
         line.append(f"{label:<8} ", style=SEVERITY_STYLES.get(label, "green" if label == "resolved" else
                                                      "yellow" if label == "damage" else "dim"))
         line.append(clean(event.run, 120), style="bold magenta")
@@ -101,7 +102,7 @@ class TerminalOutput:
             if f.suggestion:
                 self.console.print(Text(f"{_INDENT}fix: {clean(f.suggestion, 1000)}", style="green"))
             return
-        line.append("  " + clean(event.text, 1000), style="dim" if event.kind == "run" else "")
+        line.append("  " + clean(event.text, 1000), style="dim" if event.kind in ("run", "removed") else "")
         self.console.print(line)
 
     def finish(self, result) -> None:

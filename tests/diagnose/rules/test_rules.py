@@ -418,3 +418,15 @@ def test_rules_never_crash_on_any_values(loss, grads, dead, labels):
     }, model=model())
     d = diagnose(s)
     assert not [r for r in d.rules_skipped if r["reason"].startswith("rule failed")], d.rules_skipped
+
+
+def test_sgd_with_momentum_says_each_factor_of_what_it_compares():
+    """`SGD(0.05, momentum=0.9)`: the rate is 5x Keras's default; 50x is the step it makes (issue 46)."""
+    from tfguard.diagnose.rules.optimizer import learning_rate
+
+    s = Signals.from_arrays({"train/loss": (None, [2.3, 2.0, 1.8, 1.6, 1.5])},
+                            model={"optimizer": {"class": "SGD", "learning_rate": 0.05, "momentum": 0.9}})
+    [f] = learning_rate(s, Thresholds())
+    assert f.message.startswith("SGD's learning rate is 0.05, 5x Keras's default for SGD (0.01);")
+    assert "moves it 0.5 a step, 50x the step of that default (no momentum)" in f.message
+    assert f.evidence["times_default"] == pytest.approx(5) and f.evidence["times_default_step"] == pytest.approx(50)

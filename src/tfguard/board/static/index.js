@@ -5,6 +5,10 @@
 // `style.css`. Text from the logs (run names, hparams, layer names, messages) is only ever
 // set with textContent or as an attribute value, never parsed as HTML.
 //
+// One bad run costs its own section, never the tab: each section is drawn on its own, and one
+// that throws (a field of an unexpected type) is replaced by a note naming the run and the error.
+// A run the plugin could not read or diagnose comes with kind "unreadable" and says why.
+//
 // Reloading: TensorBoard does not tell an iframe plugin about its reload button, so the tab
 // watches the button (same origin) and asks again when a reload ends, which covers the
 // button and TensorBoard's auto-reload; opened on its own (no TensorBoard around it), it
@@ -40,6 +44,14 @@ function fmt(value) {
   return String(value);
 }
 
+function list(value) {
+  return Array.isArray(value) ? value : [];
+}
+
+function entries(value) {
+  return value && typeof value === 'object' && !Array.isArray(value) ? Object.entries(value) : [];
+}
+
 function onsetText(f) {
   const parts = [];
   if (f.onset_epoch !== null && f.onset_epoch !== undefined) parts.push(`epoch ${f.onset_epoch}`);
@@ -71,7 +83,7 @@ function findingItem(f, causes) {
   const item = el('li', `finding sev-${f.severity}`);
   const head = child(item, el('div', 'finding-head'));
   add(head, badge(f.severity, f.severity), el('span', 'symptom', f.id));
-  if (f.cause) {
+  if (Array.isArray(f.cause) && f.cause.length) {
     head.appendChild(el('span', 'caused-by', `caused by ${f.cause[0]}${f.cause[1] ? ` (${f.cause[1]})` : ''}`));
   } else if (causes.has(f.id)) {
     head.appendChild(el('span', 'root-cause', 'root cause'));
@@ -80,7 +92,7 @@ function findingItem(f, causes) {
   add(facts, el('span', 'where', `layer: ${f.where || '-'}`), el('span', 'onset', `onset: ${onsetText(f)}`));
   item.appendChild(el('p', 'message', f.message));
   if (f.suggestion) item.appendChild(el('p', 'fix', `fix: ${f.suggestion}`));
-  const evidence = Object.entries(f.evidence || {});
+  const evidence = entries(f.evidence);
   if (evidence.length) {
     item.appendChild(el('p', 'evidence', 'evidence: ' + evidence.map(([k, v]) => `${k}=${fmt(v)}`).join(', ')));
   }
@@ -132,7 +144,7 @@ const DONE = {skipped: 'skipped: update not applied', warned: 'warned: update ap
 
 function firewall(run) {
   const box = el('div', 'firewall');
-  const actions = [...new Set(run.violations.map((v) => v.action).filter(Boolean))].sort();
+  const actions = [...new Set(list(run.violations).map((v) => v.action).filter(Boolean))].sort();
   box.appendChild(el('h3', null, 'Firewall'));
   box.appendChild(el('p', null, `${run.violation_count} violation(s) recorded` + (actions.length ? ` (${actions.join(', ')})` : '')
     + (run.violation_count > run.violations.length ? `; the first ${run.violations.length} are listed` : '')));
@@ -160,23 +172,24 @@ function runSection(run) {
   if (run.age_s !== null && run.age_s < LIVE_S && run.ended !== true) {
     head.appendChild(el('span', 'live', `being written: last write ${Math.round(run.age_s)} s ago, showing what is known so far`));
   }
-  const hparams = Object.entries(run.hparams || {});
+  const hparams = entries(run.hparams);
   if (hparams.length) section.appendChild(el('p', 'hparams', 'hparams: ' + hparams.map(([k, v]) => `${k}=${fmt(v)}`).join(', ')));
-  const metrics = Object.entries(run.metrics || {});
+  const metrics = entries(run.metrics).filter(([, m]) => m && typeof m === 'object');
   if (metrics.length) {
     section.appendChild(el('p', 'metrics', metrics.map(([tag, m]) => `${tag} final ${fmt(m.final)}`
       + (m.best === null ? '' : `, best ${fmt(m.best)}` + (m.best_epoch === null ? '' : ` @ epoch ${m.best_epoch}`))).join(' · ')));
   }
-  if (run.symptoms.length) {
-    const causes = new Set(run.symptoms.filter((f) => f.cause).map((f) => f.cause[0]));
-    const list = child(section, el('ol', 'findings'));
-    for (const f of run.symptoms) list.appendChild(findingItem(f, causes));
+  const symptoms = list(run.symptoms).filter((f) => f && typeof f === 'object');
+  if (symptoms.length) {
+    const causes = new Set(symptoms.filter((f) => Array.isArray(f.cause)).map((f) => f.cause[0]));
+    const findings = child(section, el('ol', 'findings'));
+    for (const f of symptoms) findings.appendChild(findingItem(f, causes));
   }
-  if (run.violations.length) section.appendChild(firewall(run));
-  if (run.status && run.status.missing && run.status.missing.length) {
+  if (list(run.violations).length) section.appendChild(firewall(run));
+  if (run.status && list(run.status.missing).length) {
     section.appendChild(el('p', 'muted', 'missing: ' + run.status.missing.join('; ')));
   }
-  for (const note of run.notes || []) section.appendChild(el('p', 'note', 'note: ' + note));
+  for (const note of list(run.notes)) section.appendChild(el('p', 'note', 'note: ' + note));
   return section;
 }
 
@@ -196,23 +209,44 @@ function rankingSection(ranking) {
 
 function trialsSection(report) {
   const section = el('section', 'trials');
-  section.appendChild(el('h2', null, `Tried fixes (${report.report}, run ${report.runs.join(', ') || '-'})`));
-  const rows = report.trials.map((t, i) => [i + 1, t.finding + (t.where ? ` (${t.where})` : ''), t.change, t.measure,
-    `${fmt(t.before)} → ${fmt(t.after)}`, badge(t.verdict === 'improved' ? 'healthy' : 'warning', t.verdict === 'improved' ? 'improved: fix' : `${t.verdict}: not a fix`)]);
+  section.appendChild(el('h2', null, `Tried fixes (${report.report}, run ${list(report.runs).join(', ') || '-'})`));
+  if (report.error) {
+    section.appendChild(el('p', 'error', report.error));
+    return section;
+  }
+  const trials = list(report.trials).filter((t) => t && typeof t === 'object');
+  const rows = trials.map((t, i) => [i + 1, (t.finding || '-') + (t.where ? ` (${t.where})` : ''), t.change, t.measure,
+    `${fmt(t.before)} → ${fmt(t.after)}`, badge(t.verdict === 'improved' ? 'healthy' : 'warning', t.verdict === 'improved' ? 'improved: fix' : `${t.verdict || '-'}: not a fix`)]);
   section.appendChild(table(['#', 'finding', 'change tried', 'measure', 'before → after', 'verdict'], rows, 'trial-table'));
+  const more = (report.trial_count || trials.length) - trials.length;
+  if (more > 0) section.appendChild(el('p', 'note', `${more} more trial(s) in the file are not listed`));
   return section;
+}
+
+function guarded(what, drawSection) {
+  // One section that throws becomes a note naming it; the rest of the tab is drawn.
+  try {
+    return drawSection();
+  } catch (error) {
+    const section = el('section', 'run kind-unreadable');
+    section.appendChild(el('p', 'error', `tfguard could not show ${what}: ${error.message}`));
+    return section;
+  }
 }
 
 function draw(root, doc) {
   const page = el('div', 'page');
   const header = child(page, el('header'));
   header.appendChild(el('h1', null, 'tfguard'));
-  const healthy = doc.runs.filter((r) => r.kind === 'healthy').length;
-  header.appendChild(el('p', 'summary', `${doc.runs.length} run(s) in ${doc.logdir}: ${healthy} healthy · answered in ${doc.seconds} s · ${new Date().toLocaleTimeString()}`));
-  if (!doc.runs.length) page.appendChild(el('p', 'empty', 'No runs with event files under the logdir yet.'));
-  if (doc.ranking) page.appendChild(rankingSection(doc.ranking));
-  for (const report of doc.trials || []) page.appendChild(trialsSection(report));
-  for (const run of doc.runs) page.appendChild(runSection(run));
+  const runs = list(doc.runs);
+  const healthy = runs.filter((r) => r && r.kind === 'healthy').length;
+  header.appendChild(el('p', 'summary', `${runs.length} run(s) in ${doc.logdir}: ${healthy} healthy · answered in ${doc.seconds} s · ${new Date().toLocaleTimeString()}`));
+  if (!runs.length) page.appendChild(el('p', 'empty', 'No runs with event files under the logdir yet.'));
+  if (doc.ranking) page.appendChild(guarded('the comparison of the runs', () => rankingSection(doc.ranking)));
+  for (const report of list(doc.trials)) {
+    page.appendChild(guarded(`the tried fixes of ${report && report.report}`, () => trialsSection(report)));
+  }
+  for (const run of runs) page.appendChild(guarded(`run ${run && run.run}`, () => runSection(run)));
   root.replaceChildren(page);
 }
 

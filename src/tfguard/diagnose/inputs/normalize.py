@@ -95,9 +95,31 @@ def _is_empty(run) -> bool:
     return not (run.scalars or run.histograms or run.texts)
 
 
+DAMAGE_NOTES = ("damaged event file ", "unfinished record in event file ")
+"""How a note about an event file's bad spot starts: data lost there, or a record cut at the end."""
+
+
+def damage_note(damage) -> str:
+    """The note of one bad spot (`tfguard.events.Damage`), in the words the reports and the watch use.
+
+    A record cut at the end of a file (`kind == "truncated"`) is what a
+    writer still writing leaves: it is said unfinished, not damaged.
+
+    Example:
+
+    >>> from tfguard.events import Damage
+    >>> damage_note(Damage("f", 21, "truncated record: 3 trailing bytes", "truncated"))
+    'unfinished record in event file f at offset 21: the file ends inside it (still being written, or its writer stopped mid-record); the records before it were read'
+    """
+    if damage.kind == "truncated":
+        return (f"{DAMAGE_NOTES[1]}{damage.path} at offset {damage.offset}: the file ends inside it "
+                "(still being written, or its writer stopped mid-record); the records before it "
+                "were read")
+    return f"{DAMAGE_NOTES[0]}{damage.path} at offset {damage.offset}: {damage.reason}"
+
+
 def _notes(run) -> list[str]:
-    return [f"damaged event file {d.path} at offset {d.offset}: {d.reason}"
-            for d in getattr(run, "damage", [])]
+    return [damage_note(d) for d in getattr(run, "damage", [])]
 
 
 def _texts(run) -> dict:
@@ -105,12 +127,19 @@ def _texts(run) -> dict:
             for tag, points in run.texts.items()}
 
 
+def _json(text):
+    """`text` parsed as JSON, or `None` (not JSON, or nested deeper than the parser allows)."""
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
 def _last_json(texts: dict, tag: str):
     for _step, text in reversed(texts.get(tag, [])):
-        try:
-            return json.loads(text)
-        except (TypeError, ValueError):
-            continue
+        found = _json(text)
+        if found is not None:
+            return found
     return None
 
 
@@ -166,15 +195,23 @@ def _lint(texts: dict, extra) -> list:
     return items + list(extra or [])
 
 
+def _whole(value) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def _guard_events(texts: dict) -> list[dict]:
+    """The firewall's JSON records; one that is not what the Logger writes (a field of another type) is left out."""
     events = []
     for _step, text in texts.get(tags.GUARD_RECORDS, []):
-        try:
-            record = json.loads(text)
-        except (TypeError, ValueError):
+        record = _json(text)
+        if not isinstance(record, dict):
             continue
-        if isinstance(record, dict):
-            events.append(event_record(from_strict_json(record)))
+        try:
+            event = event_record(from_strict_json(record))
+        except (TypeError, ValueError, AttributeError):
+            continue
+        event["batch"], event["epoch"] = _whole(event.get("batch")), _whole(event.get("epoch"))
+        events.append(event)
     return events
 
 

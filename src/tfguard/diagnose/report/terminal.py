@@ -30,17 +30,16 @@ from rich.text import Text
 
 from tfguard.diagnose.engine import Diagnosis
 from tfguard.diagnose.finding import fmt
+from tfguard.diagnose.inputs.normalize import DAMAGE_NOTES
 from tfguard.findings_table import SEVERITY_STYLES, count_text, show_findings
 from tfguard.text import clean
-
-_DAMAGE_NOTE = "damaged event file "
 
 
 def unreadable(d: Diagnosis) -> bool:
     """Whether the run is listed only for its damaged files (nothing in them could be read)."""
     s = d.signals
     return (s is not None and not (s.scalars or s.histograms or s.texts)
-            and any(str(n).startswith(_DAMAGE_NOTE) for n in d.notes))
+            and any(str(n).startswith(DAMAGE_NOTES) for n in d.notes))
 
 
 def _metrics_line(d: Diagnosis) -> Text:
@@ -101,7 +100,7 @@ def render_run(d: Diagnosis, console: Console, *, show_skipped: bool = True) -> 
             line.append(": " + clean(s["reason"], 400), style="dim")
             console.print(line)
     for note in d.notes:
-        damaged = str(note).startswith(_DAMAGE_NOTE)
+        damaged = str(note).startswith(DAMAGE_NOTES)
         console.print(Text("note: " + clean(note, 400), style="yellow" if damaged else "dim italic"))
 
 

@@ -180,17 +180,19 @@ def learning_rate(signals: Signals, thresholds: Thresholds) -> list[Finding]:
     step = effective_rate(signals, rate, name)
     if step is not None and default and step > thresholds.lr_default_factor * default:
         # a suspect, not a verdict: `by_cause` makes it a warning when a symptom it explains shows
-        evidence.update(direction="high", default_rate=default, times_default=step / default,
-                        code="far_above_default", needs_symptom=1, effective_rate=step)
+        evidence.update(direction="high", default_rate=default, times_default=rate / default,
+                        times_default_step=step / default, code="far_above_default",
+                        needs_symptom=1, effective_rate=step)
         momentum = ((signals.model or {}).get("optimizer") or {}).get("momentum") or 0.0
         batch = signals.hparams.get("batch_size")
         how = ""
-        if step != rate:
-            how = (f" (with momentum {fmt(momentum)}, a step of {fmt(step)}"
-                   + (f" per example at batch size {batch}" if batch == 1 else "") + ")")
+        if step != rate:  # each factor says what it compares: the rate, then the step it makes
+            how = (f"; with momentum {fmt(momentum)} a steady gradient moves it {fmt(step)} a step"
+                   + (f" (per example, at batch size {batch})" if batch == 1 else "")
+                   + f", {fmt(step / default)}x the step of that default (no momentum)")
         return [Finding(
             "learning_rate", "info",
-            f"{owner}{how}, {fmt(step / default)}x Keras's default for {name} ({fmt(default)}).",
+            f"{owner}, {fmt(rate / default)}x Keras's default for {name} ({fmt(default)}){how}.",
             onset_step=0, onset_epoch=0, evidence=evidence,
             suggestion=f"Try {name}'s default learning rate ({fmt(default)}), then tune from there.",
         )]

@@ -135,7 +135,8 @@ def compare_logdir(
     Raises:
         EventFileError: if `logdir` does not exist or is not a directory.
     """
-    diagnoses = diagnose_logdir(logdir, thresholds=thresholds, reader=reader, damage=damage)
+    diagnoses = diagnose_logdir(logdir, thresholds=thresholds, reader=reader, damage=damage,
+                                keep_signals=False)
     return compare_diagnoses(diagnoses, sort_by=sort_by)
 
 
