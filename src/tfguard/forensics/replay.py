@@ -269,10 +269,11 @@ def replay(path: str, model: keras.Model | None = None, custom_objects=None,
             if report is None:
                 raise
             warnings.warn(StoredReplayWarning(
-                f"The model saved in {path} cannot be loaded here ({error.message}); returning the "
-                "replay made with the live model when the batch was saved (report.source == "
-                "'stored'). To re-run it: tfguard.replay(path, imports=['FILE.py']) with the file "
-                "that defines the layers, or tfguard.replay(path, model=my_model)."), stacklevel=2)
+                f"The model saved in {path} cannot be loaded here ({short_reason(error.message)}); "
+                "returning the replay the live model made when the batch was saved "
+                "(report.load_error has the whole error).\nTo re-run it: tfguard.replay(path, "
+                "imports=['FILE.py']) with the file that defines the layers, or "
+                "tfguard.replay(path, model=my_model)."), stacklevel=2)
             return report
     variables = list(model.weights)
     if len(variables) != len(quarantine.weights):
@@ -384,6 +385,26 @@ def definitions(files) -> dict:
                                                             keras.optimizers.Optimizer)):
                 found[key] = value
     return found
+
+
+REASON_LIMIT = 160
+"""Characters of a load error a warning quotes; the report keeps the whole error."""
+
+
+def short_reason(message: str, limit: int = REASON_LIMIT) -> str:
+    """The first line of an error, cut at a word before `limit` characters (a Keras load error
+    can hold the whole model config).
+
+    Example:
+
+    >>> short_reason("Could not locate class 'Block'. Make sure custom classes ... " + "x " * 200, 40)
+    "Could not locate class 'Block'. Make..."
+    """
+    first = str(message).strip().splitlines()[0] if str(message).strip() else ""
+    if len(first) <= limit:
+        return first
+    cut = first[: limit - 3].rsplit(" ", 1)[0]
+    return cut + "..."
 
 
 def _stored(quarantine, path: str, error: QuarantineError) -> ReplayReport | None:
