@@ -7,7 +7,7 @@ STAMP := $(VENV)/.tfguard-installed
 # NO_MKDOCS_2_WARNING: mkdocs-material's notice about MkDocs 2, printed on every build
 MKDOCS := NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
-.PHONY: demo test lint docs bench browser clean
+.PHONY: demo test compat lint docs bench browser clean
 
 $(STAMP): requirements.lock pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,7 +28,7 @@ demo: $(STAMP)
 # The import contracts (pyproject: [tool.importlinter]), ruff and the docs site first, then the tests in two workers.
 test: $(STAMP) browser
 	$(BIN)/lint-imports
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks compat
 	$(MKDOCS)
 	TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/python -m pytest -q -n 2 --dist loadgroup
 
@@ -37,10 +37,15 @@ docs: $(STAMP)
 	$(MKDOCS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks compat
+
+# The wheel in fresh virtualenvs under .compat/ that already hold an older TensorFlow / Keras
+# pair (compat/pairs.py: PAIRS; others as `make compat PAIRS="2.18.1/3.9.2 ..."`), a few minutes each.
+compat: $(STAMP)
+	$(BIN)/python compat/pairs.py $(PAIRS)
 
 bench: $(STAMP)
 	for b in benchmarks/*.py; do TF_CPP_MIN_LOG_LEVEL=2 $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) runs build site src/*.egg-info
+	rm -rf $(VENV) .compat runs build site src/*.egg-info

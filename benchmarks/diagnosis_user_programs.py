@@ -1,6 +1,6 @@
 """Detection, root cause first and false alarms over the user-shaped programs (a script, not a test).
 
-Runs every program of `user_programs` and `user_programs_trust` under
+Runs every program of `user_programs`, `user_programs_trust` and `user_programs_evidence` under
 `tfguard run` (in this process, one after another) and prints one row each:
 the expected root cause, the first warning/error the diagnosis lists, the
 verdict and the run's status. A buggy program is *detected* when its cause
@@ -22,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.diagnose import user_programs as U
+from tests.diagnose import user_programs_evidence as E
 from tests.diagnose import user_programs_trust as T
 
 ALARMS = ("warning", "error")
@@ -33,7 +34,7 @@ def verdict(program, result) -> dict:
     row = {"program": program.name, "cause": program.cause or "-", "first": ids[0] if ids else "-",
            "found": ",".join(dict.fromkeys(ids)) or "-", "exit": result.exit_code,
            "state": ",".join(dict.fromkeys(d.status.get("state", "?") for d in result.diagnoses)) or "-",
-           "item": T.ITEMS.get(program.name, ""),
+           "item": T.ITEMS.get(program.name, E.ITEMS.get(program.name, "")),
            "skipped": max((len(d.rules_skipped) for d in result.diagnoses), default=0),
            "rules": max((len(d.rules_skipped) + len(d.rules_run) for d in result.diagnoses), default=0)}
     if program.cause is None:
@@ -63,7 +64,7 @@ def markdown(rows: list[dict]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    programs = U.HEALTHY + T.HEALTHY + U.BUGGY + T.BUGGY
+    programs = U.HEALTHY + T.HEALTHY + E.HEALTHY + U.BUGGY + T.BUGGY + E.BUGGY
     table = "--markdown" in argv
     argv = [a for a in argv if a != "--markdown"]
     if argv:

@@ -11,6 +11,13 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 
+def pytest_report_header(config):
+    """The pair the suite runs on (requirements.lock's; `make compat` runs others)."""
+    import tensorflow as tf
+
+    return f"TensorFlow {tf.__version__} with Keras {keras.__version__}, numpy {np.__version__}"
+
+
 def deep_mlp(depth: int, width: int = 8):
     """A compiled MLP of `depth` ReLU Dense layers, a BatchNormalization after every fourth, three logits."""
     layers = [keras.Input((width,))]

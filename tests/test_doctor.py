@@ -19,7 +19,7 @@ from tfguard.doctor import (
     doctor_json,
     judge_keras,
     judge_tensorboard,
-    judge_tensorflow,
+    judge_versions,
     render_doctor,
     run_doctor,
 )
@@ -29,6 +29,7 @@ NAMES = [
     "python",
     "tensorflow",
     "keras",
+    "versions",
     "tensorboard",
     "legacy_keras",
     "gpu",
@@ -59,17 +60,28 @@ def test_the_lines_name_the_installed_versions(checks):
     assert tf.__version__ in checks["tensorflow"].detail
     assert keras.__version__ in checks["keras"].detail
     assert tensorboard.__version__ in checks["tensorboard"].detail
+    assert f"TensorFlow {tf.__version__} with Keras {keras.__version__}: supported" in checks["versions"].detail
 
 
-@pytest.mark.parametrize("version, status", [("2.21.0", "ok"), ("2.21.3rc1", "ok"), ("2.20.1", "warning"),
-                                             ("2.22.0", "warning"), ("nightly", "warning")])
-def test_tensorflow_verdicts(version, status):
-    assert judge_tensorflow(version).status == status
+@pytest.mark.parametrize("tensorflow, keras, status, fix", [
+    ("2.16.2", "3.7.0", "ok", None), ("2.21.3rc1", "3.15.1", "ok", None), ("2.19.1", "3.10.0", "ok", None),
+    ("2.22.0", "3.15.1", "warning", "pip install 'tensorflow>=2.16,<2.22' 'keras>=3.7,<3.16'"),
+    ("2.21.0", "3.16.0.dev2026", "warning", "pip install 'keras>=3.12,<3.16'"),
+    ("2.15.1", "2.15.0", "problem", "pip install 'tensorflow>=2.16,<2.22' 'keras>=3.7,<3.16'"),
+    ("2.16.2", "3.6.0", "problem", "pip install 'keras>=3.7,<3.16'"),
+    ("2.21.0", "3.10.0", "problem", "pip install 'keras>=3.12,<3.16'"),  # TensorFlow 2.21 itself needs 3.12
+    ("nightly", "3.15.1", "problem", "pip install 'tensorflow>=2.16,<2.22' 'keras>=3.7,<3.16'"),
+])
+def test_the_pair_is_judged_against_the_supported_range(tensorflow, keras, status, fix):
+    verdict = judge_versions(tensorflow, keras)
+    assert (verdict.status, verdict.fix) == (status, fix)
+    assert f"TensorFlow {tensorflow} with Keras {keras}" in verdict.detail
+    assert ">=2.16,<2.22" in verdict.detail and ">=3.7,<3.16" in verdict.detail  # the range, with the pair
 
 
 @pytest.mark.parametrize("version, backend, status", [
     ("3.15.1", "tensorflow", "ok"), ("3.16.0.dev2026", "tensorflow", "ok"),
-    ("3.14.0", "tensorflow", "warning"), ("2.15.0", "tensorflow", "problem"),
+    ("3.7.0", "tensorflow", "ok"), ("2.15.0", "tensorflow", "problem"),
     ("3.15.1", "torch", "problem"),
 ])
 def test_keras_verdicts(version, backend, status):

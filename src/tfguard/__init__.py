@@ -2,6 +2,9 @@
 
 The public API. Names are imported on first use, so `import tfguard` is
 cheap and `tfguard doctor` can still report a broken TensorFlow install.
+Importing it where the installed TensorFlow / Keras pair is outside the
+supported range warns once (`tfguard.versions.UnsupportedVersionsWarning`),
+reading only their metadata.
 
 Example:
 
@@ -20,11 +23,15 @@ from tfguard.errors import (
     EventFileError,
     ExportError,
     GuardViolation,
+    MissingExtraError,
     QuarantineError,
     SummaryWriteError,
     TfguardError,
     WorkerLostError,
 )
+from tfguard.versions import warn_if_unsupported
+
+warn_if_unsupported()  # TensorFlow / Keras outside the range tfguard supports: docs/versions.md
 
 __version__ = "0.1.0"
 
@@ -84,6 +91,7 @@ __all__ = [
     "EventFileError",
     "ExportError",
     "GuardViolation",
+    "MissingExtraError",
     "QuarantineError",
     "SummaryWriteError",
     "TfguardError",

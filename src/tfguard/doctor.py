@@ -18,7 +18,7 @@ Example:
 >>> [c.name for c in run_doctor(xla_demo=False)][:3]
 ['python', 'tensorflow', 'keras']
 >>> warning = DoctorCheck("profile_plugin", "warning", "not installed", "pip install ...")
->>> problem = DoctorCheck("keras", "problem", "Keras 2.15.0", "pip install 'keras>=3.15'")
+>>> problem = DoctorCheck("keras", "problem", "Keras 2.15.0", "pip install 'keras>=3.7,<3.16'")
 >>> doctor_exit_code([warning]), doctor_exit_code([warning, problem])  # warnings do not fail
 (0, 1)
 """
@@ -39,10 +39,9 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from tfguard.errors import ContractError
+from tfguard.versions import KERAS_RANGE, TENSORFLOW_RANGE, judge_pair, specifier
 
 STATUSES = ("ok", "warning", "problem")
-TESTED_TF = (2, 21)
-MIN_KERAS = (3, 15)
 MIN_PYTHON = (3, 10)
 LEGACY_KERAS_VALUES = ("true", "True", "1")  # what tensorflow/__init__.py accepts
 
@@ -96,20 +95,20 @@ def _tf():
 
 
 def check_python() -> DoctorCheck:
-    """Python version (TensorFlow 2.21 needs 3.10 or newer)."""
+    """Python version (tfguard needs 3.10 or newer)."""
     version = platform.python_version()
     if sys.version_info[:2] < MIN_PYTHON:
         return DoctorCheck(
             "python",
             "problem",
-            f"Python {version}; tfguard and TensorFlow 2.21 need 3.10 or newer",
+            f"Python {version}; tfguard needs 3.10 or newer",
             "use Python 3.10-3.13",
         )
     return DoctorCheck("python", "ok", f"Python {version} ({sys.executable})")
 
 
 def check_tensorflow() -> DoctorCheck:
-    """TensorFlow imports and is the 2.21 series tfguard is built for."""
+    """TensorFlow imports (whether its version is supported is the `versions` line)."""
     try:
         tf = _tf()
     except Exception as e:  # a broken install raises many kinds
@@ -117,31 +116,13 @@ def check_tensorflow() -> DoctorCheck:
             "tensorflow",
             "problem",
             f"TensorFlow cannot be imported: {type(e).__name__}: {e}",
-            "pip install 'tensorflow>=2.21,<2.22'",
+            f"pip install 'tensorflow{specifier(TENSORFLOW_RANGE)}'",
         )
-    return judge_tensorflow(tf.__version__)
-
-
-def judge_tensorflow(version: str) -> DoctorCheck:
-    """The verdict on a TensorFlow version: the 2.21 series is the one tfguard is built for.
-
-    Example:
-
-    >>> judge_tensorflow("2.21.0").status, judge_tensorflow("2.19.1").status
-    ('ok', 'warning')
-    """
-    if _version_tuple(version)[:2] != TESTED_TF:
-        return DoctorCheck(
-            "tensorflow",
-            "warning",
-            f"TensorFlow {version}; tfguard is built and tested with 2.21",
-            "pip install 'tensorflow>=2.21,<2.22'",
-        )
-    return DoctorCheck("tensorflow", "ok", f"TensorFlow {version}")
+    return DoctorCheck("tensorflow", "ok", f"TensorFlow {tf.__version__}")
 
 
 def check_keras() -> DoctorCheck:
-    """Keras is 3.x (3.15 or newer) on the TensorFlow backend."""
+    """Keras is 3.x on the TensorFlow backend (whether its version is supported is the `versions` line)."""
     try:
         import keras
     except Exception as e:
@@ -149,27 +130,26 @@ def check_keras() -> DoctorCheck:
             "keras",
             "problem",
             f"Keras cannot be imported: {type(e).__name__}: {e}",
-            "pip install 'keras>=3.15,<4'",
+            f"pip install 'keras{specifier(KERAS_RANGE)}'",
         )
     return judge_keras(keras.__version__, keras.config.backend())
 
 
 def judge_keras(version: str, backend: str) -> DoctorCheck:
-    """The verdict on a Keras version and backend: Keras 3 (3.15 or newer) on TensorFlow.
+    """The verdict on a Keras and its backend: Keras 3 on TensorFlow.
 
     Example:
 
     >>> [judge_keras(v, b).status for v, b in (("3.15.1", "tensorflow"), ("2.15.0", "tensorflow"),
     ...                                         ("3.15.1", "jax"), ("3.10.0", "tensorflow"))]
-    ['ok', 'problem', 'problem', 'warning']
+    ['ok', 'problem', 'problem', 'ok']
     """
-    parsed = _version_tuple(version)
-    if parsed[:1] != (3,):
+    if _version_tuple(version)[:1] != (3,):
         return DoctorCheck(
             "keras",
             "problem",
-            f"Keras {version}; TensorFlow 2.21 and tfguard need Keras 3",
-            "pip install 'keras>=3.15,<4'",
+            f"Keras {version}; tfguard needs Keras 3",
+            f"pip install 'keras{specifier(KERAS_RANGE)}'",
         )
     if backend != "tensorflow":
         return DoctorCheck(
@@ -178,14 +158,32 @@ def judge_keras(version: str, backend: str) -> DoctorCheck:
             f"Keras {version} runs on the {backend!r} backend; tfguard needs 'tensorflow'",
             "unset KERAS_BACKEND or set KERAS_BACKEND=tensorflow",
         )
-    if parsed[:2] < MIN_KERAS:
-        return DoctorCheck(
-            "keras",
-            "warning",
-            f"Keras {version} (backend tensorflow); tfguard is tested with 3.15 or newer",
-            "pip install 'keras>=3.15,<4'",
-        )
     return DoctorCheck("keras", "ok", f"Keras {version} (backend tensorflow)")
+
+
+def check_versions() -> DoctorCheck:
+    """Whether tfguard supports the TensorFlow / Keras pair that imports here."""
+    import keras
+
+    return judge_versions(_tf().__version__, keras.__version__)
+
+
+def judge_versions(tensorflow: str, keras: str) -> DoctorCheck:
+    """The verdict on a TensorFlow / Keras pair (`tfguard.versions.judge_pair`), and what to install if unsupported.
+
+    A pair newer than the newest tested is a warning (it may well work);
+    an older or mismatched one is a problem.
+
+    Example:
+
+    >>> [judge_versions(*pair).status for pair in (("2.19.1", "3.10.0"), ("2.22.0", "3.16.0"),
+    ...                                            ("2.16.2", "3.6.0"), ("2.21.0", "3.10.0"))]
+    ['ok', 'warning', 'problem', 'problem']
+    """
+    verdict = judge_pair(tensorflow, keras)
+    if verdict.supported:
+        return DoctorCheck("versions", "ok", verdict.describe())
+    return DoctorCheck("versions", "warning" if verdict.newer else "problem", verdict.describe(), verdict.fix)
 
 
 def check_tensorboard() -> DoctorCheck:
@@ -213,7 +211,8 @@ def judge_tensorboard(version: str | None, tf_version: str, has_scalar: bool) ->
             "problem",
             "TensorBoard is not installed: TensorFlow 2.21 no longer depends on it, and "
             "without it tf.summary.scalar/histogram/image/text do not exist",
-            "pip install 'tensorboard>=2.21,<2.22'",
+            f"pip install 'tensorboard=={'.'.join(tf_version.split('.')[:2])}.*'" if tf_version
+            else f"pip install 'tensorboard{specifier(TENSORFLOW_RANGE)}'",
         )
     if not has_scalar:
         return DoctorCheck(
@@ -261,7 +260,7 @@ def check_legacy_keras() -> DoctorCheck:
             "legacy_keras",
             "problem",
             f"`tf.keras` cannot be resolved: {type(e).__name__}: {e}",
-            "pip install 'keras>=3.15,<4'",
+            f"pip install 'keras{specifier(KERAS_RANGE)}'",
         )
     if not same:
         return DoctorCheck(
@@ -308,7 +307,7 @@ def check_gpu() -> DoctorCheck:
             "gpu",
             "warning",
             "an NVIDIA driver is present but TensorFlow sees no GPU: training runs on the CPU",
-            "pip install 'tensorflow[and-cuda]>=2.21,<2.22'; check CUDA_VISIBLE_DEVICES",
+            f"pip install 'tensorflow[and-cuda]=={tf.__version__}'; check CUDA_VISIBLE_DEVICES",
         )
     return DoctorCheck("gpu", "ok", "no GPU (no NVIDIA driver): training runs on the CPU")
 
@@ -531,6 +530,7 @@ def check_profile_plugin() -> DoctorCheck:
 
 TF_CHECKS: tuple[Callable[[], DoctorCheck], ...] = (
     check_keras,
+    check_versions,
     check_tensorboard,
     check_legacy_keras,
     check_gpu,
@@ -542,7 +542,7 @@ TF_CHECKS: tuple[Callable[[], DoctorCheck], ...] = (
 def run_doctor(*, xla_demo: bool = True) -> list[DoctorCheck]:
     """Checks this environment, one `DoctorCheck` per line.
 
-    Lines, in order: `python`, `tensorflow`, `keras`, `tensorboard`,
+    Lines, in order: `python`, `tensorflow`, `keras`, `versions`, `tensorboard`,
     `legacy_keras`, `gpu`, `cuda_build`, `memory_growth`, `xla_auto`,
     `xla_asserts`, `profile_plugin`. Without an importable TensorFlow, the
     TensorFlow-dependent lines are skipped.

@@ -108,6 +108,26 @@ class DataError(TfguardError):
     exit_code = 2
 
 
+class MissingExtraError(TfguardError, ImportError):
+    """An optional package a command needs is not installed; the hint names the extra that brings it.
+
+    Also an `ImportError`, so code that guards an optional import catches it.
+
+    Args:
+        message: what needs the package, which package, and where it was looked for.
+        extra: the tfguard extra that installs it (`pip install 'tfguard[road]'`).
+        package: the distribution to install (`scikit-learn`).
+        hint: the fix to try. Defaults to `None`.
+    """
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, extra: str, package: str, hint: str | None = None):
+        self.extra = extra
+        self.package = package
+        super().__init__(message, hint=hint)
+
+
 class SummaryWriteError(TfguardError):
     """TensorBoard logs could not be written (read-only or full log directory).
 

@@ -236,6 +236,7 @@ def event_record(event) -> dict:
                    if isinstance(v, (int, float))},
         "failed": [str(f) for f in failed],
         "action": str(get("action", "")),
+        "examples": [dict(row) for row in list(get("examples", []) or []) if isinstance(row, dict)],
     }
 
 

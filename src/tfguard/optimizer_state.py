@@ -30,16 +30,34 @@ from __future__ import annotations
 import keras
 
 
+def step_counter(optimizer):
+    """The variable that counts the updates an optimizer applied: its `iterations`, through a `LossScaleOptimizer`.
+
+    From Keras 3.9 a `LossScaleOptimizer`'s `iterations` is its inner
+    optimizer's; in Keras 3.8 and older the wrapper has a counter of its own
+    that never moves, while the inner optimizer counts every update applied
+    (an overflowing step applies none). The inner counter is right on both.
+
+    Example:
+
+    >>> import keras
+    >>> inner = keras.optimizers.SGD()
+    >>> step_counter(keras.optimizers.LossScaleOptimizer(inner)) is inner.iterations
+    True
+    """
+    return unwrapped(optimizer).iterations
+
+
 def optimizer_step(optimizer) -> int:
     """The optimizer's `iterations` as a Python int: the steps it has applied.
 
     Args:
-        optimizer: a Keras optimizer (a `LossScaleOptimizer` counts its own steps).
+        optimizer: a Keras optimizer (a `LossScaleOptimizer` counts its inner optimizer's steps).
 
     Returns:
         The step count; it does not move on a step whose update was skipped.
     """
-    return int(keras.ops.convert_to_numpy(optimizer.iterations))
+    return int(keras.ops.convert_to_numpy(step_counter(optimizer)))
 
 
 def model_step(model, default=0):
@@ -106,4 +124,4 @@ def learning_rate_is_fixed(optimizer) -> bool:
     return isinstance(unwrapped(optimizer).learning_rate, keras.Variable)
 
 
-__all__ = ["learning_rate", "learning_rate_is_fixed", "model_step", "optimizer_step", "unwrapped"]
+__all__ = ["learning_rate", "learning_rate_is_fixed", "model_step", "optimizer_step", "step_counter", "unwrapped"]

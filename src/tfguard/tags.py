@@ -39,7 +39,8 @@ def batch(metric: str) -> str:
 
 LEARNING_RATE = "optimizer/learning_rate"
 STEPS_PER_SECOND = "perf/steps_per_second"
-INPUT_WAIT_FRACTION = "perf/input_wait_fraction"  # of a recorded step, spent waiting for its batch
+INPUT_WAIT_FRACTION = "perf/input_wait_fraction"  # of a recorded step's wall time, spent waiting for its batch
+CPU_WAIT_FRACTION = "perf/cpu_wait_fraction"  # of the threads' runnable time, spent waiting for a CPU
 
 # -- namespaces: the first part of every tag ----------------------------------------
 TRAIN = "train/"

@@ -157,5 +157,9 @@ def test_a_hand_written_loop_is_guarded_too(tmp_path, capsys):
     assert result.exit_code == 0
     assert "SCRIPT-SAYS finite weights True" in out
     assert "SCRIPT-SAYS iterations 9" in out  # the NaN batch's update was rolled back with its step
-    notes = load(result.report_path)["notes"]
-    assert any(re.match(r"1 update\(s\) of optimizer 'adam(_\d+)?' outside fit", n) for n in notes), notes
+    # the rejected update is a finding of a run of its own (it used to be a note only)
+    (run,) = [d for d in result.diagnoses if d.run.endswith("-outside-fit")]
+    assert re.match(r"adam(_\d+)?-outside-fit", run.run)
+    (finding,) = run.findings
+    assert finding.id == "nonfinite" and finding.severity == "warning"
+    assert finding.evidence["rejected_updates"] == 1 and "outside fit" in finding.message

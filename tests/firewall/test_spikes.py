@@ -242,24 +242,29 @@ def test_a_hand_written_loop_is_watched_through_its_returned_loss(tmp_path):
     assert len(step.spike_window.values("loss")) == 64
 
 
-def test_the_replay_says_the_batch_causes_it_and_names_the_rows(tmp_path):
+def test_the_replay_says_the_batch_causes_it_names_the_rows_and_knows_them_when_they_come_back(tmp_path):
     x, y = _data()
     x, y = x.copy(), y.copy()
     for row, hot, label in ((3, 0, 2), (11, 1, 0)):  # corrupted values that say one class, and another label
         x[CORRUPTED * BATCH + row] = 50.0 * np.eye(8)[hot]
         y[CORRUPTED * BATCH + row] = label
     model = _model()
-    _, events = _fit(model, x[:(CORRUPTED + 1) * BATCH], y[:(CORRUPTED + 1) * BATCH], localize=True,
-                     quarantine_dir=str(tmp_path))
-    event, = events
-    report = event.replay
+    tfguard.guard(model, policy="skip", spikes=True, quarantine_dir=str(tmp_path))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tfguard.GuardWarning)
+        model.fit(x[:(CORRUPTED + 1) * BATCH], y[:(CORRUPTED + 1) * BATCH], batch_size=BATCH, epochs=2,
+                  shuffle=False, verbose=0)
+    first, again = tfguard.guard_events(model)
+    report = first.replay
     assert report.verdict == "reproduces"
     assert report.spike_replayed > report.spike_threshold
     assert sorted(report.driving_rows) == [3, 11]
-    assert [row for row, _ in report.examples[:2]] == report.driving_rows
-    assert report.examples[0][1] >= report.examples[1][1] >= report.examples[2][1]
+    assert sorted(row for row, _ in report.example_losses[:2]) == [3, 11]
+    assert report.example_losses[0][1] >= report.example_losses[1][1] >= report.example_losses[2][1]
     assert report.replayed_without < report.spike_threshold
-    assert "it reproduces, the batch causes it" in event.message and "row(s) 3, 11" in event.message
+    assert "it reproduces, the batch causes it" in first.message and "row(s) 3, 11" in first.message
+    assert again.batch == 2 * CORRUPTED + 1  # the same records, the next epoch: recognized
+    assert "Example 3 was at fault before with the same values (epoch 0: batch 120, row 3)" in again.message
 
 
 FAULT = tf.Variable(1.0, trainable=False)

@@ -227,6 +227,8 @@ def test_python_replay_does_what_the_command_does(script_quarantine):
     assert "cannot be loaded with safe_mode=True" in report.load_error
     assert report.summary().startswith("Replayed with the live model when the batch was saved")
     assert "tfguard.replay(path, imports=['FILE.py'])" in str(caught[0].message)
+    warned = str(caught[0].message)  # two lines, the load error's first line cut at a word
+    assert warned.count("\n") <= 1 and len(warned) < 700  # report.load_error keeps the whole error
 
     rerun = tfguard.replay(path, imports=[str(script)])
     assert rerun.source == "replayed" and rerun.first_layer == "log" and rerun.op_type == "Log"

@@ -19,6 +19,8 @@ import keras
 import pytest
 import tensorflow as tf
 
+from tfguard.versions import supported_range
+
 _LIBRARIES = {
     "keras": ("Keras", lambda: keras.__version__, "tfguard/hooks/keras_compat.py"),
     "tensorflow": ("TensorFlow", lambda: tf.__version__, "tfguard/hooks/tf_compat.py"),
@@ -31,7 +33,8 @@ def changed(name: str, library: str, error: BaseException) -> str:
     label, version, adapter = _LIBRARIES[library]
     return (
         f"{label} {version()} changed `{name}`, which tfguard relies on "
-        f"({type(error).__name__}: {error}). tfguard was written against TensorFlow 2.21 / Keras 3.15: "
+        f"({type(error).__name__}: {error}). {supported_range()}; the canaries run on each pair that "
+        "docs/versions.md lists (make compat): "
         f"update {adapter} and its row in the table of docs/internals.md "
         "'Keras and TensorFlow internals tfguard still touches'."
     )

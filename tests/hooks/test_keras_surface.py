@@ -4,6 +4,13 @@ Each test checks what `tfguard.hooks.keras_compat` (or the Keras method
 tfguard wraps) gives on real Keras objects; a Keras release that renames
 or changes the private name fails here with `keras.__version__` and the
 name (`tests/hooks/surface.py`), before it fails somewhere downstream.
+
+They run on every pair tfguard checks: requirements.lock's in `make test`
+(TensorFlow 2.21.0 with Keras 3.15.1) and each pair of `compat/pairs.py`
+in `make compat` (TensorFlow 2.16.2 with Keras 3.7.0, 2.19.1 with 3.10.0),
+each run's header naming its pair; docs/versions.md lists the pairs
+checked by hand too. A canary that accepts two behaviours names the
+Keras versions of each.
 """
 
 import inspect

@@ -3,6 +3,11 @@
 Each test checks what `tfguard.hooks.tf_compat` gives on real TensorFlow
 objects; a release that renames or changes the private name fails here
 with `tf.__version__` and the name (`tests/hooks/surface.py`).
+
+They run on requirements.lock's pair in `make test` (TensorFlow 2.21.0 with
+Keras 3.15.1) and on each pair of `compat/pairs.py` in `make compat`
+(TensorFlow 2.16.2 with Keras 3.7.0, 2.19.1 with 3.10.0); docs/versions.md
+lists every pair checked.
 """
 
 import glob

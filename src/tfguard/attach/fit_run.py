@@ -44,7 +44,7 @@ from tfguard.attach.records import FitRecord, ModelState
 from tfguard.attach.stops import EpochEndWatch, successful_exit
 from tfguard.diagnose import Diagnosis, LiveDiagnosis, diagnose
 from tfguard.errors import TfguardError
-from tfguard.findings_table import finding_line
+from tfguard.findings_table import finding_header
 from tfguard.firewall import instrument, instrumentation_of
 from tfguard.firewall.instrument import EpochTracker
 from tfguard.lint.dataset import lint_dataset
@@ -242,8 +242,8 @@ class FitRun:
     def _finding_announcer(self):
         run = self.record.run
 
-        def announce(finding) -> None:
-            self.say(f"tfguard: {run}: {finding_line(finding)}")
+        def announce(finding) -> None:  # what and where; the summary at the end says it in full
+            self.say(f"tfguard: {run}: found {finding_header(finding)}")
         return announce
 
     def _event_listener(self):

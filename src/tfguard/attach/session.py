@@ -21,7 +21,10 @@ calling `super().fit` is not). Each call then:
    same rules as `diagnose_logdir` (also when `fit` raised), and the
    firewall's violations during the call.
 
-Closing the session (also on an exception) puts `keras.Model.fit` back (the
+Closing the session records what the firewall rejected outside any `fit`
+(`train_on_batch`, a hand-written loop) as runs of their own, each with its
+diagnosis (`tfguard.attach.outside_fit`): a rejected update is never silent.
+It (also on an exception) puts `keras.Model.fit` back (the
 very same object), and puts each model back as it found it: a model the
 session instrumented is released (`tfguard.firewall.release`), a model that
 was instrumented before has its previous guard setting restored.
@@ -62,6 +65,7 @@ import keras
 
 from tfguard.attach.fit_run import FitRun
 from tfguard.attach.fitcall import fit_hparams, run_name
+from tfguard.attach.outside_fit import events_now, outside_fit_records
 from tfguard.attach.records import FitRecord, ModelState, restore_model, take_model
 from tfguard.diagnose import Diagnosis
 from tfguard.errors import ContractError
@@ -144,6 +148,7 @@ class AttachSession:
         self._wrapper = None
         self._signature = None
         self._models: dict[int, ModelState] = {}
+        self._events_before: dict[int, int] = {}  # violations each guarded model held at start()
         self._running: set[int] = set()
         self._gating = False
         self._warnings = None
@@ -190,6 +195,7 @@ class AttachSession:
         except BaseException:
             _ACTIVE.release()
             raise
+        self._events_before = events_now()
         self._open = True
         return self
 
@@ -226,6 +232,10 @@ class AttachSession:
                 owner.fit = self._saved_fit
             elif "fit" in owner.__dict__:
                 del owner.fit
+            # train_on_batch, a hand-written loop: what the firewall rejected there is a run too
+            self.fits.extend(outside_fit_records(
+                self.fits, loop.gate_counts() if self._gating else {}, len(self.fits) + 1,
+                self._events_before))
             for state in self._models.values():
                 if state.logger is not None:  # a fit a callback ended by raising never ended its run
                     with contextlib.suppress(Exception):
@@ -234,12 +244,6 @@ class AttachSession:
             if self._gating:
                 loop.ungate_optimizers()
                 self._gating = False
-                for name, count in loop.gate_counts().items():
-                    if count:
-                        self.notes.append(
-                            f"{count} update(s) of optimizer '{name}' outside fit (a hand-written "
-                            "loop) were rejected: a non-finite gradient or a non-finite result; "
-                            "the weights were kept as they were")
         finally:
             self._models.clear()
             self._open = False

@@ -71,6 +71,11 @@ class Check:
         """Only whether the check holds (a scalar bool): cheaper than `evaluate`."""
         return self.evaluate(tf.convert_to_tensor(tensor), "tensor").ok
 
+    def bad_values(self, tensor) -> tf.Tensor | None:
+        """A bool tensor of `tensor`'s shape, true at each value the check rejects; `None` for a check
+        that does not judge values one by one (a dtype, a rank, a shape)."""
+        return None
+
     def __call__(self, tensor, target: str = "tensor") -> CheckResult:
         return self.evaluate(tf.convert_to_tensor(tensor), target)
 

@@ -127,6 +127,21 @@ class Contract:
             results.extend(self.shapes(named))
         return results
 
+    def checked(self, x=None, y=None, sample_weight=None) -> list[tuple[str, tf.Tensor, Check]]:
+        """`(leaf name, tensor, check)` of every value check, in `evaluate`'s order (its shape checks follow).
+
+        Example:
+
+        >>> import tensorflow as tf
+        >>> from tfguard import checks
+        >>> [(name, check.name) for name, _, check in checks.Contract(x=[checks.finite()]).checked(
+        ...     x={"a": tf.zeros([1]), "b": tf.zeros([1])})]
+        [('x/a', 'finite'), ('x/b', 'finite')]
+        """
+        values = {"x": x, "y": y, "sample_weight": sample_weight}
+        return [(name, tensor, check) for role in ROLES for name, tensor in leaves(role, values[role])
+                for check in self.checks[role]]
+
     def flags(self, x=None, y=None, sample_weight=None) -> list[tuple[str, str, tf.Tensor]]:
         """The cheapest form: `(target, check name, ok)` per check, in `evaluate`'s order.
 

@@ -37,10 +37,16 @@ class Labels(Check):
         n = tf.cast(self.num_classes, tensor.dtype)
         return tf.reduce_all((tensor >= 0) & (tensor < n))
 
+    def _inside(self, tensor):
+        values = tf.cast(tensor, tf.float64)
+        return (values >= 0) & (values < self.num_classes) & tf.equal(values, tf.round(values))
+
+    def bad_values(self, tensor):
+        return tf.logical_not(self._inside(tf.convert_to_tensor(tensor)))
+
     def evaluate(self, tensor, target):
         values = tf.cast(tensor, tf.float64)
-        whole = tf.equal(values, tf.round(values))
-        inside = (values >= 0) & (values < self.num_classes) & whole
+        inside = self._inside(values)
         total = size_of(values)
         empty = tf.equal(total, 0)
         vmin = tf.where(empty, tf.constant(0.0, tf.float64), tf.reduce_min(values))

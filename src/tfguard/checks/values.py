@@ -44,6 +44,12 @@ class Finite(Check):
             return super().flag(tensor)
         return tf.reduce_all(tf.math.is_finite(tensor))
 
+    def bad_values(self, tensor):
+        tensor = tf.convert_to_tensor(tensor)
+        if not tensor.dtype.is_floating:
+            return tf.zeros(tf.shape(tensor), tf.bool)
+        return tf.logical_not(tf.math.is_finite(tensor))
+
     def evaluate(self, tensor, target):
         total = size_of(tensor)
         if not is_floating(tensor):
@@ -115,6 +121,10 @@ class InRange(Check):
         tensor = tf.convert_to_tensor(tensor)
         values = tensor if tensor.dtype.is_floating else tf.cast(tensor, tf.float64)
         return tf.reduce_all(self._inside(values))
+
+    def bad_values(self, tensor):
+        tensor = tf.convert_to_tensor(tensor)
+        return tf.logical_not(self._inside(tensor if tensor.dtype.is_floating else tf.cast(tensor, tf.float64)))
 
     def evaluate(self, tensor, target):
         values = tf.cast(tensor, tf.float64) if not tensor.dtype.is_floating else tensor

@@ -92,7 +92,7 @@ SYMPTOM_EXPLAINS = {
     "dead_relu": {"vanishing_gradient", "no_learning", "slow_convergence", "untrained_variable",
                   "collapsed_output"},
     "saturated_activation": {"vanishing_gradient", "no_learning", "slow_convergence", "collapsed_output"},
-    "vanishing_gradient": {"no_learning", "slow_convergence", "untrained_variable"},
+    "vanishing_gradient": {"no_learning", "slow_convergence", "untrained_variable", "collapsed_output"},
 }
 
 
@@ -133,6 +133,11 @@ def because(cause: Finding) -> str:
         return "the loss oscillates"
     if cause.id == "dead_relu":
         return f"layer '{cause.where}' is dead" if cause.where else "ReLU layers are dead"
+    if cause.id == "vanishing_gradient":
+        return "the gradients vanish on their way down to " + (
+            f"layer '{cause.where}'" if cause.where else "the first layers")
+    if cause.id == "saturated_activation":
+        return f"layer '{cause.where}' is saturated" if cause.where else "activations are saturated"
     if cause.id == "python_in_pipeline":
         return "a pipeline stage runs Python"
     if cause.id in _INVARIANT_CLAUSES:

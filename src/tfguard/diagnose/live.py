@@ -44,7 +44,7 @@ from tfguard.diagnose.thresholds import Thresholds
 from tfguard.findings import strict_json
 from tfguard.firewall import instrument as instrument_model
 from tfguard.invariants import watch as invariant_watch
-from tfguard.lint.describe import describe_model
+from tfguard.lint.describe import applying_optimizer, describe_model, describe_optimizer
 from tfguard.optimizer_state import learning_rate, model_step
 from tfguard.summary.runinfo import step_values
 
@@ -174,10 +174,13 @@ class LiveDiagnosis(keras.callbacks.Callback):
         if getattr(self, "_describe_again", False) and self.model.built:
             self._describe_again = False
             self.recorder.model = _describe(self.model) or self.recorder.model
+        applying = applying_optimizer(self.model)
+        if self.recorder.model is not None and applying is not getattr(self.model, "optimizer", None):
+            # a custom train_step applied its own optimizer, not the one compile() gave the model
+            self.recorder.model = {**self.recorder.model, "optimizer": describe_optimizer(applying)}
         if self._watch is not None:
             self._watch.end_epoch(epoch)
-        self.recorder.end_epoch(epoch, self._step(), logs,
-                                learning_rate(getattr(self.model, "optimizer", None)))
+        self.recorder.end_epoch(epoch, self._step(), logs, learning_rate(applying))
         self.diagnosis = diagnose(self.recorder.signals(), rules=self.rules,
                                   thresholds=self.thresholds)
         for finding in self.diagnosis.findings:

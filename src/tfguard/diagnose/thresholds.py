@@ -135,9 +135,22 @@ class Thresholds:
         nl_acc_delta: with epoch-only logs, accuracy must also never gain
             more than this in one epoch for `no_learning`. AUTOTRAINER
             `delta`. Defaults to `0.01`.
+        nl_acc_rise: a training accuracy this far above its first epoch's is
+            learning: no `no_learning`, whatever the loss did (issue 46: two
+            embedding models rising from 0.51 to 0.66 were told they learn
+            nothing). tfguard: measured. Defaults to `0.05`.
         satisfied_accuracy: a run whose training accuracy reaches this is
             never said to learn nothing or too slowly. AUTOTRAINER `Theta`.
             Defaults to `0.7`.
+        chance_margin: a classifier whose best training accuracy stays within
+            this of `1 / K` (K classes), or whose best loss stays within this
+            fraction of a uniform guess's (`ln K`), is at chance: never
+            "improving", so its symptoms are warnings, not remarks (issue 41:
+            a deep sigmoid network stuck at accuracy 0.497 got its vanishing
+            gradients as a remark). tfguard: measured on the user-shaped
+            programs (`benchmarks/diagnosis_user_programs.py`: none of the 22
+            healthy ones is at chance by this margin).
+            Defaults to `0.05`.
         slow_max_progress: after `min_epochs` epochs, a training loss still
             above `1 - slow_max_progress` of its initial value, and still
             decreasing at an even pace, converges too slowly. tfguard:
@@ -203,6 +216,16 @@ class Thresholds:
             (an accelerator idle while the host prepares data); tfguard:
             measured in tests/diagnose/test_pipeline_pitfalls.py (a cached,
             prefetched pipeline of a small model: about 0.2). Defaults to `0.5`.
+        cpu_wait_max: a run whose threads spent more than this share of their
+            runnable time waiting for a CPU (`perf/cpu_wait_fraction`, from
+            Linux's per-thread run-queue times) ran on a machine other
+            processes kept busy: its input wait is not blamed on the pipeline
+            unless the static check names a slow stage. tfguard: measured on
+            the 2-core machine these tests ran on, at a load average of 6: a
+            small regression read 0.65 alone and 0.75-0.8 pinned to one CPU
+            with two CPU-bound processes (an idle machine was not at hand; the
+            bar is a quarter of the threads' runnable time lost to others).
+            Defaults to `0.25`.
         little_evidence_skipped: a completed run where more than this
             fraction of the rules could not run (their signals were not
             logged) gets the status "little evidence", listing what is
@@ -242,7 +265,9 @@ class Thresholds:
     min_epochs: int = 4
     nl_min_drop: float = 0.02
     nl_acc_delta: float = 0.01
+    nl_acc_rise: float = 0.05
     satisfied_accuracy: float = 0.7
+    chance_margin: float = 0.05
     slow_max_progress: float = 0.3
     slow_min_steps: int = 200
     slow_bend: float = 3.0
@@ -258,6 +283,7 @@ class Thresholds:
     update_ratio_min: float = 1e-6
     lr_default_factor: float = 30.0
     input_wait_max: float = 0.5
+    cpu_wait_max: float = 0.25
     little_evidence_skipped: float = 0.5
     spike_window: int = 128
     spike_sigmas: float = 6.0

@@ -51,6 +51,7 @@ import tensorflow as tf
 from tfguard import tags
 from tfguard.distribute import keras_20585
 from tfguard.firewall.config import HOLD_BYTES
+from tfguard.firewall.contention import CpuWait
 from tfguard.firewall.histograms import HostHistograms
 from tfguard.firewall.probes import NO_RATIO
 from tfguard.firewall.record import StepRecord, freeze
@@ -84,6 +85,8 @@ class Host:
         self.built = False
         self.last_logs: dict | None = None
         self.called = 0.0  # time.time() when the last step was called
+        self.ended: float | None = None  # time.time() when the last step handed its logs back
+        self.cpu_wait = CpuWait()  # the share of runnable time the threads waited for a CPU
         self.batch_listeners: list = []
         self.large: bool | None = None  # the model's state exceeds HOLD_BYTES (`key`)
         self.host_histograms = HostHistograms()  # weights bucketed after a histogram step
@@ -134,7 +137,7 @@ class Host:
                 wait = None
                 if kinds and warm and times is not None and self.measure_input_wait:
                     asked, ready = np.asarray(times).tolist()  # the pull's time, in the graph
-                    wait = _wait_share(ready - asked, self.called, extra, time.time)
+                    wait = _wait_share(ready - asked, self._cycle_start(self.called), extra, time.time)
                 data = (batch.get("x"), batch.get("y"), batch.get("sample_weight"))
                 return self.after_step(data, logs, kinds, start, input_wait=wait)
 
@@ -183,19 +186,20 @@ class Host:
         `perf/input_wait_fraction` of a recording step (the first call of a
         trace, which compiles it, is not measured).
         """
-        begin = time.perf_counter()
+        begin = time.time()
+        since = self._cycle_start(begin)
         try:
             data = next(iterator)
         except (StopIteration, tf.errors.OutOfRangeError):
             raise StopIteration from None
-        pulled = time.perf_counter()
+        pulled = time.time()
         self._build_once(data)
         key = self.key(kinds)
         warm = key in self.first_calls
         logs = self._call(key, kinds, iter([data]))
         extra = logs.get(OUTPUT_KEY, {})
         extra.pop("batch", None)
-        wait = _wait_share(pulled - begin, begin, extra, time.perf_counter) if warm else None
+        wait = _wait_share(pulled - begin, since, extra, time.time) if warm else None
         return self.after_step(data, logs, kinds, start, input_wait=wait)
 
     def _build_once(self, batch) -> None:
@@ -299,7 +303,14 @@ class Host:
         if kinds and inst.bus.subscriptions:
             self._deliver(extra, plan, kinds, position, step, moved, user_logs if applied else {},
                           input_wait)
+        self.ended = time.time()
         return self._keras_logs(user_logs, applied)
+
+    def _cycle_start(self, called: float) -> float:
+        """When the step called at `called` began, for its share of wall time: the previous step's
+        end (Keras's callbacks and Python between two steps are part of its wall time), or
+        `called` for the first step."""
+        return self.ended if self.ended is not None and self.ended <= called else called
 
     def _deliver(self, extra, plan, kinds, position, step, moved, logs, input_wait=None) -> None:
         scalars: dict = {}
@@ -309,6 +320,9 @@ class Host:
             scalars = dict(zip(plan.scalar_keys, values))
         if input_wait is not None:
             scalars[tags.INPUT_WAIT_FRACTION] = input_wait
+            cpu_wait = self.cpu_wait.sample()
+            if cpu_wait is not None:
+                scalars[tags.CPU_WAIT_FRACTION] = cpu_wait
         if "histograms" in extra and HISTOGRAMS in kinds:
             stacked = np.asarray(extra["histograms"], np.float64)
             histograms = dict(zip(plan.histogram_keys, stacked))
@@ -343,10 +357,12 @@ _GRADIENT_SIGNALS = (tags.GLOBAL_GRAD_NORM, tags.grad_norm(""), tags.zero_grad_f
 
 
 def _wait_share(waited: float, began: float, extra: dict, clock) -> float | None:
-    """The share of a step spent waiting for its batch: `waited` seconds over the whole call.
+    """The share of a step's wall time spent waiting for its batch: `waited` seconds over the step.
 
-    The call runs from `began` (read on `clock`) until the step's outputs
-    are on the host; `None` when `clock` did not move forward.
+    The step runs from `began` (read on `clock`: the previous step's end, so
+    that Python and Keras's callbacks between two steps count as the wall
+    time they are) until its outputs are on the host; `None` when `clock`
+    did not move forward.
     """
     if "iterations" in extra:
         np.asarray(extra["iterations"])  # the step's outputs are here: it has run

@@ -351,6 +351,11 @@ def instrumentation_of(model: keras.Model) -> Instrumentation | None:
     return _INSTRUMENTS.get(model)
 
 
+def instrumented_models() -> list[keras.Model]:
+    """The models tfguard is attached to now (guarded by `tfguard.guard`, a session, or a Logger)."""
+    return list(_INSTRUMENTS.keys())
+
+
 def release(model: keras.Model) -> None:
     """Detaches tfguard from the model entirely."""
     inst = _INSTRUMENTS.pop(model, None)
@@ -359,4 +364,4 @@ def release(model: keras.Model) -> None:
 
 
 __all__ = ["EpochTracker", "GuardEvent", "GuardWarning", "Instrumentation", "instrument", "instrumentation_of",
-           "release", "wrap_fit"]
+           "instrumented_models", "release", "wrap_fit"]

@@ -54,7 +54,7 @@ from tfguard.firewall.step import Plan, decide, step_after
 from tfguard.hooks import keras_compat
 from tfguard.hooks.context import add_outside_door, remove_outside_door
 from tfguard.hooks.transaction import Transaction
-from tfguard.optimizer_state import model_step
+from tfguard.optimizer_state import model_step, step_counter
 
 
 class GuardedStep(Counters):
@@ -120,7 +120,7 @@ class GuardedStep(Counters):
                 spike_check.record(reject)
         optimizer = step_context.step_optimizer
         if optimizer is not None:
-            extra["iterations"] = tf.identity(tf.convert_to_tensor(optimizer.iterations))
+            extra["iterations"] = tf.identity(tf.convert_to_tensor(step_counter(optimizer)))
         self.plan = Plan(slots=[f.slot for f in flags],
                          finite_slots=[i for i, f in enumerate(flags) if f.tensor is not None],
                          data_results=[], scalar_keys=[], histogram_keys=[], kinds=frozenset(),

@@ -36,6 +36,13 @@ from tfguard.checks import hint_for
 from tfguard.errors import GuardViolation
 from tfguard.firewall import spikes
 from tfguard.firewall.checkpoints import CHECKPOINTS
+from tfguard.forensics.examples import (
+    Recurrences,
+    describe_recurrences,
+    describe_rows,
+    fingerprint,
+    rows_at_fault,
+)
 from tfguard.forensics.quarantine import save_quarantine, store_replay
 from tfguard.forensics.replay import replay
 from tfguard.hooks import keras_compat
@@ -80,6 +87,9 @@ class GuardEvent:
         applied: whether the update was applied (only under `warn`).
         quarantine_error: why the batch could not be saved, if it could not.
         check: the check that failed first (`finite`, `labels`, `range`, ...).
+        examples: for a data check, the rows of the batch it rejects: `row`, `bad`
+            and `values` (how many of the row's values), `fingerprint` (a hash of the
+            example's values) and `earlier` (where the same values were at fault before).
     """
 
     step: int
@@ -97,6 +107,7 @@ class GuardEvent:
     applied: bool = False
     quarantine_error: str | None = None
     check: str = "finite"
+    examples: list = dataclasses.field(default_factory=list)
 
     def __post_init__(self):
         if self.batch is None:
@@ -145,6 +156,7 @@ class Violation:
     def __init__(self, inst):
         self.inst = inst
         self._write_warned = False
+        self.recurrences = Recurrences()  # the fingerprints of the rows at fault, across fits
 
     def handle(self, plan, extra, failures: np.ndarray, data, position: tuple, step: int) -> GuardEvent:
         """Words the violation, quarantines and localizes it, and acts by policy.
@@ -165,10 +177,11 @@ class Violation:
         order = {name: rank for rank, name in enumerate(CHECKPOINTS)}
         failed.sort(key=lambda i: (order[plan.slots[i].checkpoint], i))
         first = plan.slots[failed[0]]
-        counts, detail = self._describe(plan, failed[0], extra, data)
+        counts, detail, rows = self._describe(plan, failed[0], extra, data)
         applied = float(extra.get("applied", 0.0)) > 0
         inst.count(applied)
         batch, epoch, epoch_batch = position
+        rows = self.recurrences.note(rows, epoch, batch)
         update = "The update was applied." if applied else "The update was not applied."
         others = [f"{plan.slots[i].checkpoint}: {plan.slots[i].where}" for i in failed]
         message = (f"{first.where} at {describe_position(batch, epoch, epoch_batch)} {detail} "
@@ -177,9 +190,12 @@ class Violation:
         if len(failed) > 1:
             more = f' and {len(others) - 6} more' if len(others) > 6 else ''
             message += f" Also failed: {', '.join(others[1:6])}{more}."
+        recurring = describe_recurrences(rows)
+        if recurring:
+            message += f" {recurring}"
         event = GuardEvent(step, first.checkpoint, first.where, message, counts,
                            ACTIONS[config.policy], failed=others, batch=batch, epoch=epoch,
-                           epoch_batch=epoch_batch, applied=applied, check=first.check)
+                           epoch_batch=epoch_batch, applied=applied, check=first.check, examples=rows)
         if config.max_quarantined and inst.quarantined < config.max_quarantined:
             message = self._quarantine(event, data, message)
         event.message = message
@@ -213,8 +229,18 @@ class Violation:
             if report is not None:
                 event.replay = report
                 message += "\n" + report.summary()
+                if report.driving_rows:  # a spike's rows: remembered, and recognized when they come back
+                    message += self._spike_rows(event, report, data)
                 store_replay(event.quarantine, report, model)
         return message
+
+    def _spike_rows(self, event: GuardEvent, report, data) -> str:
+        """Fingerprints the rows the replay found driving a spike; a sentence when they were at fault before."""
+        batch = keras_compat.unpack(data)
+        rows = [{"row": int(row), "fingerprint": fingerprint(batch, int(row))} for row in report.driving_rows]
+        event.examples = self.recurrences.note(rows, event.epoch, event.batch)
+        recurring = describe_recurrences(event.examples)
+        return f"\n{recurring}" if recurring else ""
 
     def _localize(self, event: GuardEvent):
         inst = self.inst
@@ -251,28 +277,39 @@ class Violation:
         if config.policy == "warn":
             warnings.warn(f"GuardViolation: {event.message}", GuardWarning, stacklevel=4)
 
-    def _describe(self, plan, index: int, extra, data) -> tuple[dict, str]:
+    def _describe(self, plan, index: int, extra, data) -> tuple[dict, str, list[dict]]:
+        """The counts behind a failed slot, its words, and (a data check on the host) the rows it rejects."""
         slot = plan.slots[index]
-        if slot.checkpoint == spikes.STAGE:
-            return spikes.describe(plan, index, extra, self.inst.guard.spikes.sigmas)
+        if slot.checkpoint == spikes.STAGE:  # its rows are named by the replay (`forensics.spike_replay`)
+            return (*spikes.describe(plan, index, extra, self.inst.guard.spikes.sigmas), [])
         if index in plan.finite_slots:
             row = np.asarray(extra["finite_counts"])[plan.finite_slots.index(index)]
             nan, posinf, neginf, total = (int(v) for v in row)
             counts = {"nan": nan, "posinf": posinf, "neginf": neginf, "total": total}
             verb = "would have" if slot.checkpoint == "update" else "has"
             if nan < 0:  # judged by its sum alone, not kept to be counted (a gated step)
-                return {"total": total}, f"{verb} a NaN or Inf among its {total} values"
-            return counts, f"{verb} {nan} NaN, {posinf} +Inf, {neginf} -Inf of {total} values"
+                return {"total": total}, f"{verb} a NaN or Inf among its {total} values", []
+            return counts, f"{verb} {nan} NaN, {posinf} +Inf, {neginf} -Inf of {total} values", []
         data_index = sum(1 for s in plan.slots[:index] if s.checkpoint == "data")
+        rows, batch_rows = [], None
         if "data_values" in extra:  # several replicas: counted in the graph, all-reduced
             result = plan.data_results[data_index]
             values = {k: np.asarray(v) for k, v in extra["data_values"][str(data_index)].items()}
-        else:  # the batch is here: word the failure from it
+        else:  # the batch is here: word the failure from it, and name its rows
             x, y, sample_weight = keras_compat.unpack(data)
             result = self.inst.contract.evaluate(x, y, sample_weight)[data_index]
             values = {k: np.asarray(v) for k, v in result.tensors().items()}
+            checked = self.inst.contract.checked(x, y, sample_weight)
+            if data_index < len(checked):  # a value check (the shape checks come after them)
+                _, tensor, check = checked[data_index]
+                rows = [{**row, "fingerprint": fingerprint((x, y, sample_weight), row["row"])}
+                        for row in rows_at_fault(check, tensor)]
+                batch_rows = int(np.shape(tensor)[0]) if np.ndim(tensor) else None
         counts = {k: v.item() for k, v in values.items() if np.ndim(v) == 0 and k != "ok"}
-        return counts, f"failed check '{slot.check}': {result.describe(values)}"
+        detail = f"failed check '{slot.check}': {result.describe(values)}"
+        if rows:
+            detail += f", {describe_rows(rows, batch_rows)}"
+        return counts, detail, rows
 
 
 __all__ = ["ACTIONS", "HINTS", "Counters", "GuardEvent", "GuardWarning", "Violation", "describe_position"]

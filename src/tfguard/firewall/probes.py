@@ -273,10 +273,28 @@ def _gradient_signals(model, variables, grads, groups, taken: dict | None = None
                          *map(tags.optimizer_grad_norm, names)], compute))
 
 
+def _measured_input(inputs: list):
+    """The input whose scale `data/input_*` measures: the first floating input, else the first
+    integer input of rank 3 or more (pixels), else the first one.
+
+    Integer inputs of rank 1 or 2 beside a floating one are ids or categories more often than
+    numbers (token ids into an `Embedding` next to a float feature vector): their spread says
+    nothing about normalization.
+    """
+    def rank(t) -> int:
+        return t.shape.rank if t.shape.rank is not None else 0
+
+    order = sorted(range(len(inputs)), key=lambda i: (
+        0 if inputs[i].dtype.is_floating else 1 if rank(inputs[i]) >= 3 else 2, i))
+    return inputs[order[0]]
+
+
 def _input_signals(x, y, groups) -> None:
     inputs = [t for _, t in leaves("x", x) if t.dtype.is_floating or t.dtype.is_integer]
     if inputs:
-        def moments(first=inputs[0]):
+        measured = _measured_input(inputs)
+
+        def moments(first=measured):
             m = stats.moments(first)
             return tf.stack([m["min"], m["max"], m["mean"], m["std"]])
 

@@ -49,6 +49,7 @@ from tfguard.firewall.door import FirewallContext
 from tfguard.firewall.gate import Gate
 from tfguard.hooks import keras_compat, taps
 from tfguard.hooks.context import ORIGINAL_STEP
+from tfguard.optimizer_state import step_counter
 
 OUTPUT_KEY = "_tfguard"
 LOGS_KEY = "_tfguard_logs"  # a step that returns something other than a dict
@@ -303,7 +304,7 @@ def make_step(model: keras.Model, inst, original) -> callable:
         if step_optimizer is not None:
             inst.step_optimizer = step_optimizer
             # Read after the restore: a rejected step did not move it.
-            outputs["iterations"] = tf.identity(tf.convert_to_tensor(step_optimizer.iterations))
+            outputs["iterations"] = tf.identity(tf.convert_to_tensor(step_counter(step_optimizer)))
         recording = probes.Recording()
         if kinds:
             recording = probes.record(model, context, records, x, y, inst.wanted, inst.record_flag,
@@ -352,7 +353,7 @@ def _bare(model: keras.Model, inst, original, data):
     optimizer = inst.step_optimizer or getattr(model, "optimizer", None)
     outputs = {}
     if optimizer is not None:
-        outputs["iterations"] = tf.identity(tf.convert_to_tensor(optimizer.iterations))
+        outputs["iterations"] = tf.identity(tf.convert_to_tensor(step_counter(optimizer)))
     inst.set_plan(Plan(slots=[], finite_slots=[], data_results=[], scalar_keys=[], histogram_keys=[],
                        kinds=frozenset(), coverage=[], counts_steps=optimizer is not None))
     return {**logs, OUTPUT_KEY: outputs}

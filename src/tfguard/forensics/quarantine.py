@@ -162,6 +162,7 @@ def _write_folder(folder: str, model: keras.Model, data, event, batch: int, stra
         "counts": {k: float(v) for k, v in event.counts.items()},
         "failed": list(event.failed),
         "action": event.action,
+        "examples": list(getattr(event, "examples", None) or []),
         "saved_at": _dt.datetime.now().isoformat(timespec="seconds"),
         "model": {"name": model.name, "class": type(model).__name__, "file": model_file,
                   "save_error": model_error, "defined_in": defined_in(model)},

@@ -47,8 +47,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tfguard.checks.values import finite
 from tfguard.errors import QuarantineError
 from tfguard.forensics import spike_replay
+from tfguard.forensics.examples import describe_rows, rows_at_fault
 from tfguard.forensics.quarantine import load_quarantine
 from tfguard.hooks import dry_run, keras_compat, taps
 from tfguard.hooks.context import ORIGINAL_STEP, StepContext
@@ -80,14 +82,17 @@ class ReplayReport:
         op_detail: the counts check_numerics reported.
         nonfinite_layers: every layer with a non-finite output, in order.
         nonfinite_variables: every variable with a non-finite gradient.
+        examples: the rows of the batch at fault: those a failed data check rejected
+            (as the quarantine named them), else the rows of the first non-finite
+            layer's output that hold a NaN/Inf (`bad` of its `values`).
         spike_signal: for a spike (`tfguard.forensics.spike_replay`), the signal that spiked.
         spike_recorded: its value when the step ran.
         spike_replayed: its value on replay.
         spike_threshold: the window's threshold it crossed.
         verdict: `"reproduces"` (the batch causes it) or `"transient"`; `None` when it cannot be told.
         verdict_note: why there is no verdict.
-        examples: `[row, loss]` of the batch's examples, the largest loss first (at most 10).
-        examples_note: why there are no per-example losses.
+        example_losses: `[row, loss]` of the batch's examples, the largest loss first (at most 10).
+        losses_note: why there are no per-example losses.
         driving_rows: the fewest rows whose removal brings the replayed signal under the threshold.
         replayed_without: the replayed signal without those rows.
     """
@@ -104,6 +109,7 @@ class ReplayReport:
     op_detail: str = ""
     nonfinite_layers: list = dataclasses.field(default_factory=list)
     nonfinite_variables: list = dataclasses.field(default_factory=list)
+    examples: list = dataclasses.field(default_factory=list)
     source: str = "replayed"  # or "stored": the live model's replay, kept when the batch was saved
     load_error: str = ""  # why the saved model could not be loaded (a stored report)
     spike_signal: str | None = None
@@ -112,8 +118,8 @@ class ReplayReport:
     spike_threshold: float | None = None
     verdict: str | None = None
     verdict_note: str = ""
-    examples: list = dataclasses.field(default_factory=list)
-    examples_note: str = ""
+    example_losses: list = dataclasses.field(default_factory=list)
+    losses_note: str = ""
     driving_rows: list = dataclasses.field(default_factory=list)
     replayed_without: float | None = None
 
@@ -124,6 +130,8 @@ class ReplayReport:
             lines.append(
                 f"First non-finite layer on replay: '{self.first_layer}' (output {self.first_layer_output})."
             )
+        if self.examples:
+            lines.append(f"Examples at fault: {describe_rows(self.examples, None).removeprefix('in ')}.")
         if self.op_type:
             lines.append(
                 f"First op producing NaN/Inf: {self.op_type} (output {self.op_output}){self.op_detail}."
@@ -158,6 +166,13 @@ class ReplayReport:
         names = {f.name for f in dataclasses.fields(cls)}
         known = {k: v for k, v in values.items() if k in names}
         return cls(**{"path": "", "step": 0, "loss": float("nan"), **known})
+
+
+def _named_rows(quarantine) -> list[dict]:
+    """The rows the quarantine's failed data check named (`row`, `bad`, `values`)."""
+    named = quarantine.meta.get("examples") or []
+    return [{k: row[k] for k in ("row", "bad", "values")} for row in named
+            if isinstance(row, dict) and all(isinstance(row.get(k), int) for k in ("row", "bad", "values"))]
 
 
 def _nonfinite(value) -> bool:
@@ -277,10 +292,11 @@ def replay(path: str, model: keras.Model | None = None, custom_objects=None,
             if report is None:
                 raise
             warnings.warn(StoredReplayWarning(
-                f"The model saved in {path} cannot be loaded here ({error.message}); returning the "
-                "replay made with the live model when the batch was saved (report.source == "
-                "'stored'). To re-run it: tfguard.replay(path, imports=['FILE.py']) with the file "
-                "that defines the layers, or tfguard.replay(path, model=my_model)."), stacklevel=2)
+                f"The model saved in {path} cannot be loaded here ({short_reason(error.message)}); "
+                "returning the replay the live model made when the batch was saved "
+                "(report.load_error has the whole error).\nTo re-run it: tfguard.replay(path, "
+                "imports=['FILE.py']) with the file that defines the layers, or "
+                "tfguard.replay(path, model=my_model)."), stacklevel=2)
             return report
     variables = list(model.weights)
     if len(variables) != len(quarantine.weights):
@@ -307,13 +323,14 @@ def replay(path: str, model: keras.Model | None = None, custom_objects=None,
         if error is not None and not context.updates and not context.losses:
             records = _forward_only(model, data)
         report = ReplayReport(path=path, step=int(quarantine.meta["step"]),
-                              loss=_loss_of(context, logs))
+                              loss=_loss_of(context, logs), examples=_named_rows(quarantine))
         for layer, outputs in records:
             flat = [t for t in tf.nest.flatten(outputs) if isinstance(t, tf.Tensor)]
             for index, tensor in enumerate(flat):
                 if tensor.dtype.is_floating and _nonfinite(tensor):
                     if report.first_layer is None:
                         report.first_layer, report.first_layer_output = layer.name, index
+                        report.examples = report.examples or rows_at_fault(finite(), tensor)
                     if layer.name not in report.nonfinite_layers:
                         report.nonfinite_layers.append(layer.name)
         for update in context.updates:
@@ -398,6 +415,26 @@ def definitions(files) -> dict:
                                                             keras.optimizers.Optimizer)):
                 found[key] = value
     return found
+
+
+REASON_LIMIT = 160
+"""Characters of a load error a warning quotes; the report keeps the whole error."""
+
+
+def short_reason(message: str, limit: int = REASON_LIMIT) -> str:
+    """The first line of an error, cut at a word before `limit` characters (a Keras load error
+    can hold the whole model config).
+
+    Example:
+
+    >>> short_reason("Could not locate class 'Block'. Make sure custom classes ... " + "x " * 200, 40)
+    "Could not locate class 'Block'. Make..."
+    """
+    first = str(message).strip().splitlines()[0] if str(message).strip() else ""
+    if len(first) <= limit:
+        return first
+    cut = first[: limit - 3].rsplit(" ", 1)[0]
+    return cut + "..."
 
 
 def _stored(quarantine, path: str, error: QuarantineError) -> ReplayReport | None:

@@ -123,7 +123,7 @@ def judge(report, meta: dict, model, context, run_step, data) -> None:
     """Fills the spike fields of a `ReplayReport` from a replayed step.
 
     Args:
-        report: the `ReplayReport` (its `spike_*`, `verdict`, `examples`, `driving_rows`).
+        report: the `ReplayReport` (its `spike_*`, `verdict`, `example_losses`, `driving_rows`).
         meta: the quarantine's metadata (`where`: the signal; `counts`: value, threshold).
         model: the model the batch was replayed on.
         context: the `StepContext` of the step replayed on the batch.
@@ -147,11 +147,11 @@ def judge(report, meta: dict, model, context, run_step, data) -> None:
         report.verdict = "reproduces" if replayed > threshold else "transient"
     losses = example_losses(model, context, data)
     if losses is None:
-        report.examples_note = ("the step computes its loss itself (it never calls compute_loss): "
+        report.losses_note = ("the step computes its loss itself (it never calls compute_loss): "
                                 "no per-example losses")
         return
     order = np.argsort(-losses, kind="stable")
-    report.examples = [[int(i), float(losses[i])] for i in order[:SHOWN]]
+    report.example_losses = [[int(i), float(losses[i])] for i in order[:SHOWN]]
     if report.verdict != "reproduces":
         return
 
@@ -178,16 +178,16 @@ def summary_lines(report) -> list[str]:
                      "not reproduce, a transient (nondeterminism or a hardware fault), not the batch.")
     else:
         lines.append(f"Spike on replay: {report.verdict_note}.")
-    if report.examples:
-        shown = ", ".join(f"row {row} ({loss:.4g})" for row, loss in report.examples[:5])
+    if report.example_losses:
+        shown = ", ".join(f"row {row} ({loss:.4g})" for row, loss in report.example_losses[:5])
         lines.append(f"Largest per-example losses: {shown}.")
-    elif report.examples_note:
-        lines.append(f"Examples: {report.examples_note}.")
+    elif report.losses_note:
+        lines.append(f"Examples: {report.losses_note}.")
     if report.driving_rows:
         rows = ", ".join(str(r) for r in report.driving_rows)
         lines.append(f"The examples that drive it: row(s) {rows}; without them the {signal} is "
                      f"{report.replayed_without:.6g} (threshold {threshold:.6g}).")
-    elif report.verdict == "reproduces" and report.examples:
+    elif report.verdict == "reproduces" and report.example_losses:
         lines.append(f"No {MOST_REMOVED} examples or fewer explain it: the whole batch is off (a shifted "
                      "or mis-scaled batch, not a few records).")
     return lines

@@ -71,6 +71,8 @@ from keras.src.backend import config as keras_config
 from keras.src.backend.common import global_state
 from keras.src.optimizers.base_optimizer import BaseOptimizer
 
+from tfguard.versions import KERAS_RANGE, specifier, supported_range
+
 OPTIMIZER_CLASS = keras.optimizers.Optimizer
 """Every TensorFlow-backend Keras optimizer inherits `apply` from here."""
 
@@ -122,8 +124,9 @@ def surface_changed(name: str, lost: str) -> KerasSurfaceWarning:
     True
     """
     return KerasSurfaceWarning(
-        f"Keras {keras.__version__} changed `{name}`, which tfguard relies on (tested with Keras 3.15): {lost}. "
-        "Pin keras==3.15.* or update tfguard.hooks.keras_compat; tests/hooks/test_keras_surface.py shows what changed."
+        f"Keras {keras.__version__} changed `{name}`, which tfguard relies on ({supported_range()}): {lost}. "
+        f"Install a Keras of that range (pip install 'keras{specifier(KERAS_RANGE)}') or update "
+        "tfguard.hooks.keras_compat; tests/hooks/test_keras_surface.py shows what changed."
     )
 
 

@@ -44,6 +44,7 @@ from collections.abc import Iterator
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from tfguard.hooks import keras_compat
 
@@ -53,17 +54,31 @@ class UnbuiltModel(NotImplementedError):
 
 
 def _kept_variables(model) -> list:
-    """The variables an inference pass may write: non-trainable ones and metric states, each once."""
+    """The variables an inference pass may write, each once, as the variables this process holds.
+
+    Non-trainable variables and metric states; under a `tf.distribute`
+    strategy each local copy of a distributed one: reading a metric's
+    distributed variable would all-reduce it across the workers, a
+    collective the other workers do not run.
+    """
     found, seen = [], set()
     for variable in [*model.non_trainable_variables,
                      *(v for metric in getattr(model, "metrics", []) or [] for v in metric.variables)]:
         if id(variable) not in seen:
             seen.add(id(variable))
-            found.append(variable)
+            found.extend(_local_copies(variable))
     seeds = keras_compat.global_seed_generator()
     if seeds is not None:
-        found.append(seeds.state)
+        found.extend(_local_copies(seeds.state))
     return found
+
+
+def _local_copies(variable) -> list:
+    """The TensorFlow variables behind `variable` in this process: itself, or a distributed one's local copies."""
+    tf_variable = variable.value if isinstance(variable, keras.Variable) else variable
+    if isinstance(tf_variable, tf.distribute.DistributedValues):
+        return list(tf_variable.distribute_strategy.experimental_local_results(tf_variable))
+    return [tf_variable]
 
 
 @contextlib.contextmanager
@@ -78,7 +93,7 @@ def untouched(model: keras.Model) -> Iterator[None]:
         raise UnbuiltModel(f"tfguard does not call model '{model.name}': its layer '{unbuilt.name}' is not "
                            "built, and the call would build it (the program would then see it built)")
     variables = _kept_variables(model)
-    values = [keras.ops.convert_to_numpy(v.value) for v in variables]
+    values = [v.numpy() for v in variables]
     python_state, numpy_state = random.getstate(), np.random.get_state()
     try:
         yield

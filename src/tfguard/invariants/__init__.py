@@ -22,6 +22,11 @@ Each check has a symptom id of the public vocabulary (`tfguard.findings.SYMPTOMS
 `collapsed_output`    an output or embedding is the same for every input
 ====================  ==========================================================
 
+A check whose evidence cannot tell (non-finite outputs, a batch without
+weight, a loss at a point where it does not depend on the label, an output
+that does not move) records `ok=None` with the reason
+(`tfguard.invariants.evidence`), and the rules make no finding from it.
+
 `watch(model)` runs them at a fit's start, after its first step and at
 epoch ends; `tfguard.summary.Logger` and `tfguard.diagnose.LiveDiagnosis`
 listen to it, and the `tfguard.diagnose` rules turn its records into findings.
@@ -31,8 +36,11 @@ Example:
 >>> import keras, numpy as np
 >>> from tfguard.invariants import batch_independence
 >>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
->>> batch_independence(model, np.ones((8, 3), "float32"))["ok"]
+>>> x = np.random.default_rng(0).normal(size=(8, 3)).astype("float32")
+>>> batch_independence(model, x)["ok"]
 True
+>>> batch_independence(model, np.ones((8, 3), "float32"))["evidence"]["undecided"][:40]
+"the model's output is the same for every"
 """
 
 from tfguard.invariants.inference import batch_independence, collapse, determinism

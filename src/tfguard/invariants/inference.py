@@ -33,7 +33,7 @@ import keras
 import numpy as np
 
 from tfguard.hooks.untouched import untouched
-from tfguard.invariants import batches
+from tfguard.invariants import batches, evidence
 from tfguard.invariants.probe import Seen, forward
 
 KEEP_ROWS = 4
@@ -123,6 +123,9 @@ def determinism(model: keras.Model, x) -> dict:
     change, tolerance = _worst(first.outputs, second.outputs)
     record = {"check": "training_mode_leak", "ok": change <= tolerance, "where": None,
               "evidence": {"code": "random_at_inference", "relative_change": change}}
+    cannot = _cannot_compare(first.outputs + second.outputs, moved=not record["ok"])
+    if cannot:
+        return evidence.undecided(record, cannot)
     if not record["ok"]:
         with untouched(model):  # two more passes, every layer recorded: which layer differs
             first, second = forward(model, x, reads=False), forward(model, x, reads=False)
@@ -160,6 +163,8 @@ def batch_independence(model: keras.Model, x) -> dict:
     with untouched(model):
         full = _outputs(model, x)
         variants = {how: _outputs(model, batch) for how, batch in inputs.items()}
+    if evidence.not_finite(full.outputs + [a for seen in variants.values() for a in seen.outputs]):
+        return evidence.undecided(record, "the model's outputs on the batch are not finite")
     for how, seen in variants.items():
         change, tolerance = _worst(full.outputs, _rows_of(seen, keep).outputs, keep, n)
         if change <= tolerance:
@@ -176,7 +181,20 @@ def batch_independence(model: keras.Model, x) -> dict:
             record["check"] = "training_mode_leak"
             record["evidence"]["code"] = "batch_statistics"
         return record
+    if evidence.constant_rows(full.outputs, RELATIVE_TOLERANCE):
+        return evidence.undecided(record, "the model's output is the same for every example: "
+                                          "rows mixed across the batch would not show")
     return record
+
+
+def _cannot_compare(outputs: list, moved: bool) -> str | None:
+    """Why two passes' outputs cannot show a difference: not finite, or the same for every
+    example (only when no difference was seen: a difference is evidence whatever the output)."""
+    if evidence.not_finite(outputs):
+        return "the model's outputs on the batch are not finite"
+    if not moved and evidence.constant_rows(outputs[:1], RELATIVE_TOLERANCE):
+        return "the model's output is the same for every example: randomness at inference would not show"
+    return None
 
 
 def _outputs(model: keras.Model, x) -> Seen:
@@ -212,13 +230,19 @@ def spread(array: np.ndarray) -> tuple[float, float]:
     return float(np.mean(np.std(a, axis=0))), float(np.mean(np.abs(a)))
 
 
-def collapse(model: keras.Model, x, seen: Seen | None = None) -> dict:
+def collapse(model: keras.Model, x, seen: Seen | None = None, y=None) -> dict:
     """`collapsed_output` record: outputs and embeddings must vary across differing inputs.
+
+    A batch whose labels are all the same (one class, one target) tells
+    nothing: the same output for every example is then right. Non-finite
+    outputs tell nothing either. Both records are undecided
+    (`evidence.undecided`).
 
     Args:
         model: a Keras model with a `call`.
         x: one batch of inputs (numpy structure).
         seen: a forward pass of `x` already made. Defaults to `None` (one is made).
+        y: the batch's labels, when known. Defaults to `None`.
 
     Returns:
         The record; `ok=False` names the first (innermost) collapsed output.
@@ -228,9 +252,14 @@ def collapse(model: keras.Model, x, seen: Seen | None = None) -> dict:
     if n < 2 or not batches.rows_differ(x):
         record["evidence"]["skipped"] = "the batch's inputs do not differ"
         return record
+    if y is not None and not batches.rows_differ(y):
+        return evidence.undecided(record, "the batch's labels are all the same: one output for "
+                                          "every example is right on it")
     if seen is None:
         with untouched(model):
             seen = forward(model, x, models_only=True)
+    if evidence.not_finite(seen.outputs):
+        return evidence.undecided(record, "the model's outputs on the batch are not finite")
     candidates = [(r.path, r.arrays) for r in seen.layers if r.is_model]
     candidates.append((_model_name(model), seen.outputs))
     for where, arrays in candidates:

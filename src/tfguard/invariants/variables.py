@@ -13,9 +13,13 @@ value scaled alike) counts as not trained.
 - `untrained_variable`: trainable variables that did not move over the
   first epoch while others did, and that the inference output needs
   (perturbing one changes the output: `needed`): an integer cast on the
-  path, a misplaced `stop_gradient`, a branch cut from the loss. A variable
-  the output does not depend on (a bias that cancels in a distance) is kept
-  in the evidence as `not_needed`, without a finding. Not checked for
+  path, a misplaced `stop_gradient`, a branch cut from the loss. Weights
+  that inference reads but whose effect never reaches the output are found
+  too (`discarded`: a LayerNormalization over a single feature outputs its
+  offset whatever comes in, and every attention and Conv1D weight before it
+  gets an exactly zero gradient). A bias alone the output does not depend
+  on (one that cancels in a distance) is kept in the evidence as
+  `not_needed`, without a finding. Not checked for
   programs with several optimizers either (a WGAN critic's output bias gets
   no gradient by design).
 
@@ -243,9 +247,19 @@ def untrained(model: keras.Model, moved: list[str], paths: list[str], read: set[
         The record; `ok=False` lists the variables by path.
     """
     still = [path for path in paths if path not in set(moved)]
+    discarded = []
     if needed_paths is not None:
         not_needed = [p for p in still if p not in set(needed_paths)]
         still = [p for p in still if p in set(needed_paths)]
+        # a weight matrix that inference reads but whose effect never reaches the output: something
+        # after it throws its work away (a LayerNormalization over a single feature); a bias alone
+        # can cancel on purpose (in a distance between two embeddings) and is left out
+        ranks = {v.path: len(v.shape) for v in model.trainable_variables}
+        discarded = [p for p in not_needed if read is not None and p in read and ranks.get(p, 0) >= 2]
+        if discarded:
+            owners = {_owner(p) for p in discarded}
+            discarded = [p for p in not_needed if read is not None and p in read and _owner(p) in owners]
+        not_needed = [p for p in not_needed if p not in discarded]
     record = {"check": "untrained_variable", "ok": True, "where": None,
               "evidence": {"moved": len(moved), "trainable": len(paths)}}
     if not moved:
@@ -253,6 +267,11 @@ def untrained(model: keras.Model, moved: list[str], paths: list[str], read: set[
         return record
     if needed_paths is not None and not_needed:
         record["evidence"]["not_needed"] = not_needed
+    if discarded:
+        record["evidence"]["discarded"] = discarded
+        if not still:
+            record["evidence"]["code"] = "discarded"
+        still = still + discarded
     if still:
         record.update(ok=False, where=still[0])
         record["evidence"].update(variables=still, count=len(still),

@@ -44,15 +44,20 @@ import weakref
 from collections.abc import Callable
 
 import keras
+import numpy as np
+import tensorflow as tf
 
 from tfguard.hooks.keras_compat import unpack
 from tfguard.hooks.untouched import untouched
-from tfguard.invariants import batches, inference, labels, variables
+from tfguard.invariants import batches, evidence, inference, labels, variables
 from tfguard.invariants.probe import forward
 from tfguard.optimizer_state import model_step
 
 BATCH_ROWS = 32
 """Examples of the first batch kept for the checks (the cost of each pass)."""
+
+SCAN_ROWS = 4 * BATCH_ROWS
+"""Rows of the first batch looked at for `BATCH_ROWS` a check can read (finite, with weight)."""
 
 READ_ROWS = 2
 """Examples of the pass that finds which variables inference reads (through a gradient tape, which
@@ -150,12 +155,11 @@ class InvariantWatch:
         if model is None or self.batch is not None:
             return
         x, y, sample_weight = unpack(data) if not (isinstance(data, tuple) and len(data) == 3) else data
-        count = min(BATCH_ROWS, batches.rows(x) or 0)
-        if count < 2:
+        cut = _usable(x, y, sample_weight)
+        if cut is None:  # no two rows a check can read (a NaN batch the firewall skipped, no weight)
+            self._peek_again(model)
             return
-        cut = [None if part is None else batches.to_numpy(batches.take(part, count))
-               for part in (x, y, sample_weight)]
-        self.batch = tuple(cut)
+        self.batch = cut
         x, y, sample_weight = self.batch
         if self.fingerprints is None:  # a model built in its first step: moves count from here
             self.fingerprints = self._guarded(variables.Fingerprints.take, model)
@@ -167,8 +171,14 @@ class InvariantWatch:
         if has_call:
             self._emit(self._guarded(labels.labels_read, model, x, y, sample_weight))
             record = self._guarded(labels.metrics_read, model, x, y, sample_weight)
-            if record is not None and not record["ok"]:  # the loss's record says the check ran
+            if record is not None and record["ok"] is False:  # the loss's record says the check ran
                 self._emit(record)
+
+    def _peek_again(self, model) -> None:
+        """Asks for the next batch a step hands back (this one had no rows a check can read)."""
+        peek = getattr(getattr(model, "train_function", None), "peek_batch", None)
+        if peek is not None:
+            peek(self.on_batch)
 
     @_timed
     def end_epoch(self, epoch: int) -> None:
@@ -187,8 +197,8 @@ class InvariantWatch:
                 if self._unused_pending and self.read is not None and moved:
                     self._emit(self._unused(model, moved))
         if not self._collapse_done and self.batch is not None and self.read is not None:
-            record = self._guarded(inference.collapse, model, self.batch[0])
-            if record is not None and not record["ok"]:
+            record = self._guarded(inference.collapse, model, self.batch[0], None, self.batch[1])
+            if record is not None and record["ok"] is False:
                 self._collapse_done = True
                 self._emit(record)
             elif record is not None and epoch == min(self._epochs_done):
@@ -208,7 +218,7 @@ class InvariantWatch:
     def _leak_and_mixing(self, model, x) -> None:
         leak = inference.determinism(model, x)
         self._emit(leak)
-        if leak["ok"]:  # outputs that are random at inference compare nothing
+        if leak["ok"] is not False:  # outputs that are random at inference compare nothing
             self._emit(inference.batch_independence(model, x))
 
     def _guarded(self, fn, *args):
@@ -253,6 +263,29 @@ class InvariantWatch:
 
 
 
+def _usable(x, y, sample_weight) -> tuple | None:
+    """At most `BATCH_ROWS` rows of the batch a check can read, as numpy; `None` below two.
+
+    Rows with a non-finite input or label, or a zero sample weight, are left
+    out (`evidence.usable_rows`): a loss is 0 for any labels on a row without
+    weight, and NaN compares as nothing.
+    """
+    count = min(batches.rows(x) or 0, SCAN_ROWS)
+    if count < 2:
+        return None
+    parts = [None if part is None else batches.to_numpy(batches.take(part, count))
+             for part in (x, y, sample_weight)]
+    keep = evidence.usable_rows(*parts)
+    if keep is None or len(keep) == count:
+        keep = np.arange(count)
+    keep = keep[:BATCH_ROWS]
+    if len(keep) < 2:
+        return None
+    return tuple(None if part is None else tf.nest.map_structure(
+        lambda a: a if a is None or np.ndim(a) == 0 or len(a) != count else a[keep], part)
+        for part in parts)
+
+
 def _reads(model: keras.Model, x) -> set[str]:
     """The trainable variables an inference pass reads, found on `READ_ROWS` examples of `x`.
 
@@ -291,4 +324,4 @@ def watch_of(model: keras.Model) -> InvariantWatch | None:
     return _WATCHES.get(model)
 
 
-__all__ = ["BATCH_ROWS", "READ_ROWS", "InvariantWatch", "forget", "watch", "watch_of"]
+__all__ = ["BATCH_ROWS", "READ_ROWS", "SCAN_ROWS", "InvariantWatch", "forget", "watch", "watch_of"]

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import keras
 
+from tfguard.hooks.keras_compat import optimizers_of
 from tfguard.lint.heads import input_shapes, layer_activation, output_heads
 from tfguard.lint.lookup import input_uses
 from tfguard.lint.losses import NO_LOSS, losses_per_output
@@ -174,7 +175,9 @@ def describe_inputs(model) -> list[dict]:
     """Each input of a Sequential or functional model, with the layers that consume it first.
 
     `[{"name", "dtype", "consumers": [{"name", "class"}]}]`; a consumer that is
-    a nested model is described by its own first consumers. Empty for a
+    a nested model is described by its own first consumers, and a layer that
+    only moves, crops or perturbs the input (`PASS_THROUGH`: augmentation,
+    resizing, reshaping, dropout) by the layers after it. Empty for a
     subclassed model (its graph is not known before it runs).
 
     Example:
@@ -192,19 +195,61 @@ def describe_inputs(model) -> list[dict]:
     if not inputs:
         return []
     layers = [layer for layer in model.layers if type(layer).__name__ != "InputLayer"]
-    described = []
-    for tensor in inputs:
-        consumers = []
-        for layer in layers:
-            if any(t is tensor for t in _flat_inputs(layer)):
-                if isinstance(layer, keras.Model):
-                    nested = [c for item in describe_inputs(layer) for c in item["consumers"]]
-                    consumers.extend(nested or [{"name": layer.name, "class": type(layer).__name__}])
-                else:
-                    consumers.append({"name": layer.name, "class": type(layer).__name__})
-        described.append({"name": getattr(tensor, "name", None), "dtype": str(tensor.dtype),
-                          "consumers": consumers})
-    return described
+    return [{"name": getattr(tensor, "name", None), "dtype": str(tensor.dtype),
+             "consumers": _consumers(tensor, layers)} for tensor in inputs]
+
+
+#: Layers that move, crop, resize or perturb their input without putting it on another scale:
+#: the input is followed through them to the layer that computes with it (the transfer-learning
+#: guide's augmentation layers before its `Rescaling`).
+PASS_THROUGH = frozenset({
+    "RandomFlip", "RandomRotation", "RandomZoom", "RandomTranslation", "RandomCrop", "RandomShear",
+    "RandomContrast", "RandomBrightness", "RandomErasing", "RandomPerspective", "RandomElasticTransform",
+    "RandomGaussianBlur", "RandomSharpness", "RandomPosterization", "RandomInvert", "RandomColorJitter",
+    "RandomHue", "RandomSaturation", "RandomGrayscale", "AutoContrast", "Solarization", "AugMix",
+    "RandAugment", "CutMix", "MixUp", "Resizing", "CenterCrop", "Cropping1D", "Cropping2D",
+    "Cropping3D", "ZeroPadding1D", "ZeroPadding2D", "ZeroPadding3D", "Reshape", "Permute", "Flatten",
+    "Dropout", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D", "GaussianNoise",
+    "GaussianDropout", "AlphaDropout", "Identity", "Masking",
+})
+
+
+def _passes_through(layer) -> bool:
+    if type(layer).__name__ in PASS_THROUGH:
+        return True
+    inner = [sub for sub in getattr(layer, "layers", []) if type(sub).__name__ != "InputLayer"]
+    return isinstance(layer, keras.Model) and bool(inner) and all(_passes_through(sub) for sub in inner)
+
+
+def _outputs_of_call(layer, tensor) -> list:
+    """The KerasTensors the layer's call on `tensor` returned (its node in the model's graph)."""
+    found = []
+    for node in getattr(layer, "_inbound_nodes", None) or []:
+        inputs = keras.tree.flatten(getattr(node, "input_tensors", None) or [])
+        if any(t is tensor for t in inputs):
+            found.extend(t for t in keras.tree.flatten(getattr(node, "output_tensors", None) or [])
+                         if t is not None)
+    return found
+
+
+def _consumers(tensor, layers: list, depth: int = 0) -> list[dict]:
+    """The layers that first compute with `tensor`, through pass-through layers (`PASS_THROUGH`,
+    or a nested model made of them only: an augmentation `Sequential`)."""
+    found = []
+    for layer in layers:
+        if not any(t is tensor for t in _flat_inputs(layer)):
+            continue
+        if _passes_through(layer) and depth < 32:
+            deeper = [c for out in _outputs_of_call(layer, tensor) for c in _consumers(out, layers, depth + 1)]
+            if deeper:
+                found.extend(deeper)
+                continue
+        if isinstance(layer, keras.Model) and not _passes_through(layer):
+            nested = [c for item in describe_inputs(layer) for c in item["consumers"]]
+            found.extend(nested or [{"name": layer.name, "class": type(layer).__name__}])
+        else:
+            found.append({"name": layer.name, "class": type(layer).__name__})
+    return found
 
 
 def describe_optimizer(optimizer) -> dict:
@@ -226,6 +271,37 @@ def describe_optimizer(optimizer) -> dict:
         momentum = None
     return {"class": type(target).__name__, "learning_rate": learning_rate(optimizer),
             "momentum": momentum}
+
+
+def applying_optimizer(model):
+    """The optimizer that applies the model's updates: `model.optimizer`, unless it never stepped
+    while exactly one other optimizer the model holds did (a custom `train_step` with its own,
+    beside the default `compile()` gave the model).
+
+    Example:
+
+    >>> import numpy as np
+    >>> m = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> m.compile()
+    >>> m.own = keras.optimizers.SGD(0.5)
+    >>> _ = m.own.apply_gradients([(np.ones((2, 1), "float32"), m.layers[0].kernel),
+    ...                            (np.ones((1,), "float32"), m.layers[0].bias)])
+    >>> type(applying_optimizer(m)).__name__
+    'SGD'
+    """
+    main = getattr(model, "optimizer", None)
+
+    def stepped(optimizer) -> bool:
+        try:
+            return int(keras.ops.convert_to_numpy(optimizer.iterations)) > 0
+        except (AttributeError, TypeError, ValueError):
+            return False
+
+    if main is None or stepped(main):
+        return main
+    inner = {id(getattr(o, "inner_optimizer", None)) for o in optimizers_of(model)}
+    others = [o for o in optimizers_of(model) if o is not main and id(o) not in inner and stepped(o)]
+    return others[0] if len(others) == 1 else main
 
 
 def _with_uses(model, inputs: list[dict]) -> list[dict]:
@@ -283,7 +359,7 @@ def describe_model(model) -> dict:
         "output_activation": heads[0].activation,
         "output_activation_source": heads[0].source,
         "loss": losses[0].to_dict(),
-        "optimizer": describe_optimizer(getattr(model, "optimizer", None)),
+        "optimizer": describe_optimizer(applying_optimizer(model)),
         "layers": [describe_layer(layer) for layer in leaf_layers(model)],
         "inputs": _with_uses(model, describe_inputs(model)),
     }

@@ -29,7 +29,7 @@ from rich.text import Text
 
 from tfguard.errors import ContractError
 from tfguard.findings import strict_json
-from tfguard.findings_table import count_text, findings_table
+from tfguard.findings_table import count_text, show_findings
 from tfguard.lint.finding import SEVERITIES, LintFinding
 
 JSON_VERSION = 1
@@ -68,7 +68,7 @@ def render_lint(findings: list[LintFinding], console: Console, *, title: str = "
     if not findings:
         console.print(Text("No findings: model, data and pipeline look consistent.", "green"))
         return
-    console.print(findings_table(findings, title=title))
+    show_findings(console, findings, title=title)
     console.print(count_text(findings))
 
 

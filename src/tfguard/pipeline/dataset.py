@@ -22,9 +22,9 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from sklearn.model_selection import train_test_split
 
 from tfguard.errors import DataError
+from tfguard.pipeline.extras import road_module
 
 __all__ = ["TEST_FRACTION", "DatasetInfo", "LoadedData", "split_indices"]
 
@@ -131,6 +131,7 @@ def split_indices(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     Returns:
         `(train_indices, test_indices)`, each sorted.
     """
+    train_test_split = road_module("sklearn.model_selection", "The train/test split of the reference road").train_test_split
     idx = np.arange(len(y))
     try:
         train, test = train_test_split(idx, test_size=TEST_FRACTION, stratify=y, random_state=0)

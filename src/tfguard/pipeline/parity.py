@@ -39,6 +39,7 @@ from tfguard.pipeline.export import (
     TFLITE_FILE,
     load_contract,
 )
+from tfguard.pipeline.extras import road_module
 from tfguard.pipeline.input import preprocess
 
 TOLERANCE = 1e-5
@@ -172,9 +173,8 @@ def run_tflite(path: str | Path, x_raw: np.ndarray) -> np.ndarray:
     Returns:
         The `probabilities` output as a numpy array.
     """
-    from ai_edge_litert.interpreter import Interpreter
-
-    runner = Interpreter(model_path=str(path)).get_signature_runner(SERVING_KEY)
+    interpreter = road_module("ai_edge_litert.interpreter", "Running the TFLite export (parity of `model.tflite`)")
+    runner = interpreter.Interpreter(model_path=str(path)).get_signature_runner(SERVING_KEY)
     return np.asarray(runner(**{INPUT_NAME: x_raw})[OUTPUT_NAME])
 
 

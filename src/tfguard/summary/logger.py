@@ -93,6 +93,7 @@ import keras
 
 from tfguard import tags
 from tfguard.firewall import instrument, instrumentation_of
+from tfguard.lint.describe import applying_optimizer
 from tfguard.optimizer_state import model_step
 from tfguard.summary import lifecycle, runinfo
 from tfguard.summary.keras_args import KerasArguments
@@ -347,8 +348,14 @@ class Logger(RunStart, StepListener, RunEnd, keras.callbacks.Callback):
     def _epoch_end(self, epoch, logs):
         self._first_batch_values()
         self._step = step = self._read_step()
-        if getattr(self, "_describe_again", False) and self.model.built:
+        applying = applying_optimizer(self.model)
+        if (getattr(self, "_describe_again", False) and self.model.built) or (
+                applying is not None and applying is not getattr(self.model, "optimizer", None)
+                and not getattr(self, "_described_applying", False)):
+            # built by its first step, or trained by a custom train_step's own optimizer, not
+            # the one compile() gave it: the description the reader takes is the last one
             self._describe_again = False
+            self._described_applying = applying is not getattr(self.model, "optimizer", None)
             description = runinfo.model_description(self.model)
             if description is not None:
                 self._queue.add(step, [text_value(tags.CONFIG_MODEL, description)])
@@ -356,7 +363,7 @@ class Logger(RunStart, StepListener, RunEnd, keras.callbacks.Callback):
         self._next_epoch = epoch + 1
         if self._watch is not None:
             self._watch.end_epoch(epoch)  # its records join this step's values
-        epoch_values = runinfo.epoch_values(epoch, logs, getattr(self.model, "optimizer", None))
+        epoch_values = runinfo.epoch_values(epoch, logs, applying)
         self._metric_tags.update(tag for tag in epoch_values if tags.is_metric(tag))
         values = [scalar_value(tag, value) for tag, value in epoch_values.items()]
         values.extend(self._speed.scalars(step))

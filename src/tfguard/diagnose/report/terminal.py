@@ -31,7 +31,7 @@ from rich.text import Text
 from tfguard.diagnose.engine import Diagnosis
 from tfguard.diagnose.finding import fmt
 from tfguard.diagnose.inputs.normalize import DAMAGE_NOTES
-from tfguard.findings_table import SEVERITY_STYLES, count_text, findings_table
+from tfguard.findings_table import SEVERITY_STYLES, count_text, show_findings
 from tfguard.text import clean
 
 
@@ -91,7 +91,7 @@ def render_run(d: Diagnosis, console: Console, *, show_skipped: bool = True) -> 
     if d.metrics:
         console.print(_metrics_line(d))
     if d.findings:
-        console.print(findings_table(d.findings, onset=True))
+        show_findings(console, d.findings, onset=True, in_order=True)
     if show_skipped and d.rules_skipped and not unreadable(d):
         console.print(Text(f"not run ({len(d.rules_skipped)} rules, missing signals):", style="dim"))
         for s in d.rules_skipped:

@@ -164,8 +164,9 @@ def initial_loss(signals: Signals, curve: Series) -> tuple[float, str]:
     """The training loss before training, as well as the logs tell it.
 
     In order: the first per-batch losses (`batch/loss`) logged in the first
-    quarter of epoch 0; the chance-level loss of a cross-entropy model; the
-    loss at the end of epoch 0.
+    quarter of epoch 0 (a loss of 0, a batch that carried no weight, left
+    out); the chance-level loss of a cross-entropy model; the loss at the
+    end of epoch 0.
 
     Args:
         signals: the run.
@@ -184,6 +185,9 @@ def initial_loss(signals: Signals, curve: Series) -> tuple[float, str]:
             ok &= (b.steps >= 0) & (b.steps < curve.steps[0])
         else:
             ok &= np.arange(len(b)) < 1
+        # a first loss of (nearly) 0 is a batch without weight (all-zero sample weights), not a
+        # loss measured before training
+        ok &= np.abs(b.values) > 1e-9
         if ok.any():
             return float(np.median(b.values[ok][:3])), "batch"
     chance = chance_loss(signals)
@@ -200,6 +204,63 @@ def accuracy_curve(signals: Signals) -> Series | None:
         if s is not None:
             return s
     return None
+
+
+def chance_accuracy(signals: Signals) -> float | None:
+    """`1 / K`, the accuracy of a uniform guess over the model's K classes (2 for one sigmoid unit)."""
+    kind, _ = loss_kind(signals)
+    units = output_units(signals)
+    if kind in ("sparse_ce", "ce") and units and units >= 2:
+        return 1.0 / units
+    if kind == "bce" and units == 1:
+        return 0.5
+    return None
+
+
+def at_chance(signals: Signals, thresholds: Thresholds) -> dict | None:
+    """Evidence that the run never did better than a constant prediction, or `None`.
+
+    A classifier at chance: its best epoch-level training accuracy stays
+    within `chance_margin` of `1 / K`, or its best training loss stays
+    within `chance_margin` (relative) of a uniform guess's (`chance_loss`:
+    `ln K`, `ln 2`). Whatever else its curves do (a loss that fell from a
+    bad start to `ln 2` "improved"), such a run is hurt.
+
+    Example:
+
+    >>> from tfguard.diagnose import Signals, Thresholds
+    >>> model = {"loss": "binary_crossentropy", "output_units": 1}
+    >>> s = Signals.from_arrays({"train/accuracy": (None, [0.49, 0.51, 0.497])}, model=model)
+    >>> at_chance(s, Thresholds())["best_accuracy"]
+    0.51
+    """
+    acc = accuracy_curve(signals)
+    chance = chance_accuracy(signals)
+    if acc is not None and chance is not None:
+        best = float(np.max(acc.values))
+        if best <= chance + thresholds.chance_margin:
+            return {"best_accuracy": best, "chance_accuracy": chance}
+        return None  # an accuracy above chance says more than a loss
+    loss = finite_epoch_curve(signals, tags.train("loss"))
+    uniform = chance_loss(signals)
+    if loss is not None and uniform is not None and len(loss):
+        best = float(np.min(loss.values))
+        if best >= uniform * (1 - thresholds.chance_margin):
+            return {"best_loss": best, "chance_loss": uniform}
+    return None
+
+
+def accuracy_reached(signals: Signals, thresholds: Thresholds) -> float | None:
+    """The best epoch-level training accuracy when it reaches `satisfied_accuracy`, else `None`.
+
+    A run whose metric climbs to the top is learning: a collapsed output or
+    an untrained variable seen in it is no harm to report as one.
+    """
+    acc = accuracy_curve(signals)
+    if acc is None:
+        return None
+    best = float(np.max(acc.values))
+    return best if best >= thresholds.satisfied_accuracy else None
 
 
 def require_epochs(curve: Series | None, tag: str, thresholds: Thresholds) -> Series:
@@ -248,7 +309,8 @@ def run_improving(signals: Signals, thresholds: Thresholds) -> bool:
 
     The principle behind every warning (issue 22): a symptom needs evidence
     that the run is hurt, or will be. A run is improving when every logged
-    loss is finite, its epoch-level training loss (`train/loss`, else the
+    loss is finite, it is not at chance (`at_chance`), its epoch-level
+    training loss (`train/loss`, else the
     model's own losses, `own_losses`) ends at least `nl_min_drop` below
     where it started (`train/loss`: below the loss before training,
     `initial_loss`) and never rises by `osc_rise_rel` from one epoch to the next,
@@ -262,6 +324,8 @@ def run_improving(signals: Signals, thresholds: Thresholds) -> bool:
     >>> run_improving(s, Thresholds())
     True
     """
+    if at_chance(signals, thresholds) is not None:
+        return False  # a loss that fell from a bad start to a uniform guess's has learnt nothing
     tags_ = [tags.train(name) for name in (own_losses(signals) or ["loss"])]
     raw = [signals.series(tag) for tag in signals.scalars
            if tag.startswith((tags.TRAIN, tags.VAL, tags.BATCH)) and tag.endswith("loss")]

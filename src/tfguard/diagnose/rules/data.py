@@ -169,8 +169,20 @@ def label_range(signals: Signals, thresholds: Thresholds) -> list[Finding]:
     if kind == "sparse_ce":
         fix = (f"Map the labels to 0..{units - 1} (e.g. `y - y.min()`), or give the output layer "
                f"{int(seen[1]) + 1} units.")
+    elif kind == "bce" and _class_ids(seen_values) and seen[0] >= 0 and seen[1] >= 2:
+        classes = int(seen[1]) + 1
+        message += (f" Labels 0..{classes - 1} are {classes} classes, and binary cross-entropy "
+                    "scores one yes/no probability per output: mapping them to {0, 1} would "
+                    "merge classes.")
+        fix = (f"Give the model one output per class and a multi-class loss: "
+               f"`Dense({classes}, activation='softmax')` with "
+               "`loss='sparse_categorical_crossentropy'` (and `metrics=['accuracy']`).")
+    elif kind == "bce" and _class_ids(seen_values) and seen[0] == -1 and seen[1] == 1:
+        fix = "Map the -1/+1 labels to {0, 1}: `(y + 1) / 2`."
     elif kind == "bce":
-        fix = "Map the labels to {0, 1} (e.g. `(y + 1) / 2` for -1/+1 labels)."
+        fix = ("Scale the targets into [0, 1] (binary cross-entropy takes a probability per "
+               "output), or use a regression loss (`'mse'`) with a linear output for targets "
+               "outside it.")
     elif kind == "ce":
         fix = "Pass one-hot labels, or sparse class ids with sparse categorical cross-entropy."
     else:
@@ -183,6 +195,11 @@ def label_range(signals: Signals, thresholds: Thresholds) -> list[Finding]:
                   "batches": len(bad)},
         suggestion=fix,
     )]
+
+
+def _class_ids(values: np.ndarray) -> bool:
+    """Whether every label seen is a whole number (class ids, not scores)."""
+    return bool(len(values)) and bool(np.all(np.mod(values, 1) == 0))
 
 
 def _from_guard_events(signals: Signals) -> list[Finding]:

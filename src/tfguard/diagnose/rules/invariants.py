@@ -29,12 +29,14 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 
 from tfguard import tags
 from tfguard.diagnose.finding import Finding
 from tfguard.diagnose.inputs.signals import MissingSignals, Signals
+from tfguard.diagnose.rules.base import accuracy_reached
 from tfguard.diagnose.thresholds import Thresholds
 from tfguard.findings import fmt
 
@@ -64,7 +66,9 @@ def records(signals: Signals, check: str) -> list[dict]:
 
 
 def _failed(signals: Signals, check: str) -> dict | None:
-    return next((r for r in records(signals, check) if not r.get("ok", True)), None)
+    """The first record the check failed; an undecided record (`ok` null: the evidence could
+    not tell, `tfguard.invariants.evidence`) is no failure."""
+    return next((r for r in records(signals, check) if r.get("ok", True) is False), None)
 
 
 def evidence_of(record_evidence: dict) -> dict:
@@ -118,9 +122,31 @@ def _from_record(check: str):
             if record is None:
                 return []
             severity, message, suggestion = describe(record, record.get("evidence") or {})
-            return [_finding(signals, record, severity, message, suggestion)]
+            finding = _finding(signals, record, severity, message, suggestion)
+            return _against_the_metric(finding, accuracy_reached(signals, thresholds))
         return rule
     return wrap
+
+
+def _against_the_metric(finding: Finding, reached: float | None) -> list[Finding]:
+    """A state the training's own metric contradicts is no alarm.
+
+    An output "the same for every input" of a classifier whose training
+    accuracy reached `satisfied_accuracy` was measured on a batch that could
+    not show it: no finding. Variables that did not move in the first epoch
+    of such a run are a remark (`info`); weights whose work is thrown away
+    (`discarded`) stay a warning, whatever the head learnt alone.
+    """
+    if reached is None or finding.id not in ("collapsed_output", "untrained_variable"):
+        return [finding]
+    if finding.id == "collapsed_output":
+        return []
+    if finding.evidence.get("code") == "discarded":
+        return [finding]
+    return [dataclasses.replace(
+        finding, severity="info", evidence={**finding.evidence, "accuracy_reached": reached},
+        message=f"{finding.message} The training accuracy still reached {fmt(reached)}: a remark, "
+                "not a warning.")]
 
 
 @_from_record("training_mode_leak")
@@ -231,6 +257,16 @@ def untrained_variable(record: dict, e: dict) -> tuple[str, str, str]:
     record of `invariants/records`.
     """
     needed = e.get("read_at_inference")
+    if e.get("code") == "discarded":
+        return (
+            "warning",
+            f"{e.get('count')} of {e.get('trainable')} trainable variables get an exactly zero "
+            f"gradient and the output does not depend on them, though `predict` reads them: "
+            f"{_names(e.get('variables', []))}. Something after them throws their work away.",
+            "Look after these layers for what makes the output independent of them: a "
+            "LayerNormalization over a single feature (it outputs its offset whatever comes in: "
+            "normalize over more features, or drop it), a multiplication by zero, a tensor "
+            "overwritten before it is used.")
     need = (f" {len(needed)} of them feed `predict`." if needed
             else " `predict` does not read them either." if needed is not None else "")
     return (

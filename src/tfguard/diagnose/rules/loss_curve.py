@@ -40,6 +40,7 @@ from tfguard.diagnose.finding import Finding, fmt
 from tfguard.diagnose.inputs.signals import MissingSignals, Series, Signals
 from tfguard.diagnose.rules.base import (
     accuracy_curve,
+    at_chance,
     finite_epoch_curve,
     first_persistent,
     initial_loss,
@@ -80,12 +81,19 @@ def _lr_hint(signals: Signals) -> str:
 
 # -- no_learning ------------------------------------------------------------------
 def no_learning(signals: Signals, thresholds: Thresholds) -> list[Finding]:
-    """Reports a training loss that has not decreased at all.
+    """Reports a training loss that has not decreased at all, or a classifier that stays at chance.
+
+    A training accuracy that climbs `nl_acc_rise` above its first epoch is
+    learning, even while the loss barely moves (issue 46: two embedding
+    models rising from 51 % to 66 %); a classifier at chance (`at_chance`)
+    whose loss has stopped falling at an even pace (it bent flat, as
+    `slow_convergence` reads a curve) has learnt nothing, even where its
+    loss fell from a bad start.
 
     Args:
         signals: the run, with epoch-level `train/loss`.
-        thresholds: uses `min_epochs`, `nl_min_drop`, `nl_acc_delta`,
-            `satisfied_accuracy`.
+        thresholds: uses `min_epochs`, `nl_min_drop`, `nl_acc_delta`, `nl_acc_rise`,
+            `satisfied_accuracy`, `chance_margin`, `slow_bend`.
 
     Returns:
         At most one finding (error).
@@ -100,26 +108,50 @@ def no_learning(signals: Signals, thresholds: Thresholds) -> list[Finding]:
         return []
     best = float(np.min(curve.values))
     drop = (init - best) / max(abs(init), 1e-12)
-    if drop >= thresholds.nl_min_drop:
+    chance = at_chance(signals, thresholds)
+    if chance is not None and _still_falling(curve, init, thresholds):
+        chance = None  # at chance yet, but on its way down: slow_convergence's, not this rule's
+    if drop >= thresholds.nl_min_drop and chance is None:
         return []
-    if (source == "epoch0" and acc is not None and len(acc) > 1
-            and float(np.max(np.diff(acc.values))) >= thresholds.nl_acc_delta):
-        return []
+    if chance is None and acc is not None and len(acc) > 1 and (
+            float(np.max(acc.values) - acc.values[0]) >= thresholds.nl_acc_rise
+            or (source == "epoch0" and float(np.max(np.diff(acc.values))) >= thresholds.nl_acc_delta)):
+        return []  # an accuracy that climbs is learning, whatever the loss's first batches said
     evidence = {"initial_loss": init, "best_loss": best, "final_loss": float(curve.values[-1]),
                 "relative_drop": drop, "epochs": len(curve)}
     if acc is not None:
         evidence["best_accuracy"] = float(np.max(acc.values))
-    trend = "rose" if curve.values[-1] > init * (1 + thresholds.nl_min_drop) else "stayed flat"
+    if drop >= thresholds.nl_min_drop:  # the loss fell, from a bad start to a uniform guess's
+        evidence.update({f"chance_{k}": v for k, v in chance.items()})
+        seen = (f"best accuracy {fmt(chance['best_accuracy'])} against {fmt(chance['chance_accuracy'])} "
+                "for a uniform guess" if "best_accuracy" in chance else
+                f"best loss {fmt(chance['best_loss'])} against {fmt(chance['chance_loss'])} for a "
+                "uniform guess")
+        message = (f"the model never did better than chance over {len(curve)} epochs: {seen} (the "
+                   f"loss fell from {fmt(init)} only to where a constant prediction scores).")
+    else:
+        trend = "rose" if curve.values[-1] > init * (1 + thresholds.nl_min_drop) else "stayed flat"
+        message = (f"the training loss {trend} over {len(curve)} epochs: best {fmt(best)} vs "
+                   f"{fmt(init)} from {_SOURCES[source]} (a drop of {fmt(100 * drop)}%, "
+                   f"needs {fmt(100 * thresholds.nl_min_drop)}%).")
     return [Finding(
-        "no_learning", "error",
-        f"the training loss {trend} over {len(curve)} epochs: best {fmt(best)} vs "
-        f"{fmt(init)} from {_SOURCES[source]} (a drop of {fmt(100 * drop)}%, "
-        f"needs {fmt(100 * thresholds.nl_min_drop)}%).",
+        "no_learning", "error", message,
         **_at(signals, curve, 0), evidence=evidence,
         suggestion=(f"Check the learning rate{_lr_hint(signals)} is not 0 or tiny, that the "
                     "layers are trainable, that labels match the outputs and the loss fits "
                     "the output activation, and that no layer is dead."),
     )]
+
+
+def _still_falling(curve: Series, init: float, thresholds: Thresholds) -> bool:
+    """Whether the loss still falls at an even pace: its last epochs all lower than the one before,
+    and its second half's drop at least `1 / slow_bend` of its first half's (it has not bent flat)."""
+    path = np.concatenate([[init], curve.values])
+    if len(path) < 3 or not np.all(np.diff(path[-3:]) < 0):
+        return False
+    mid = len(path) // 2
+    first_half, second_half = path[0] - path[mid], path[mid] - path[-1]
+    return second_half > 0 and first_half <= thresholds.slow_bend * second_half
 
 
 # -- slow_convergence ---------------------------------------------------------------

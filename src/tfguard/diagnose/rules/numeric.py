@@ -71,6 +71,8 @@ def nonfinite(signals: Signals, thresholds: Thresholds) -> list[Finding]:
         if tag.startswith((tags.TRAIN, tags.VAL, tags.BATCH, tags.GRAD_NORM, tags.WEIGHT_NORM,
                            tags.UPDATE_RATIO)) and tag != tags.EPOCH:
             watched[tag] = s
+    if not watched and signals.guard_events:
+        return _from_guard(signals)  # train_on_batch or a loop: only the firewall saw the steps
     if not watched:
         raise MissingSignals("no loss, metric, gradient norm or weight norm was logged")
 
@@ -164,7 +166,31 @@ def _validation_only(signals: Signals, watched: dict, bad: dict) -> Finding | No
 _NONFINITE_TEXT = re.compile(r"\b(nan|inf|non-finite|nonfinite)\b", re.IGNORECASE)
 
 
+_OUTSIDE_FIT_SUGGESTION = (
+    "Find the step that makes them: guard the loop's step with `tfguard.guard_step(step_fn, "
+    "model)` (it quarantines the batch and names the first non-finite layer on replay), or check "
+    "each batch before it trains (`np.isfinite(x).all()`, and the labels against the loss's range)."
+)
+
+
+def _outside_fit(events: list[dict]) -> Finding:
+    """The updates the firewall's gate rejected outside any `fit` (`checkpoint == "outside_fit"`):
+    `train_on_batch` or a hand-written loop under `tfguard run`, counted per optimizer."""
+    updates = int(sum(e.get("counts", {}).get("updates", 1) for e in events))
+    where = ", ".join(dict.fromkeys(f"'{e.get('where')}'" for e in events if e.get("where")))
+    return Finding(
+        "nonfinite", "warning",
+        f"the firewall rejected {updates} update(s) of optimizer {where or '(unnamed)'} made outside "
+        "fit (train_on_batch or a hand-written loop): each had a non-finite gradient or result, and "
+        "the weights were kept as they were, so the training went on without those steps.",
+        where=where.strip("'") or None, evidence={"rejected_updates": updates, "code": "outside_fit"},
+        suggestion=_OUTSIDE_FIT_SUGGESTION)
+
+
 def _from_guard(signals: Signals) -> list[Finding]:
+    outside = [e for e in signals.guard_events if e.get("checkpoint") == "outside_fit"]
+    if outside:
+        return [_outside_fit(outside)]
     if signals.guard_events:
         lines = [(e["step"], e.get("where", "")) for e in signals.guard_events
                  if e.get("check") == "finite"]

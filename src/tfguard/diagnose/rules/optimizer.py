@@ -48,6 +48,10 @@ KERAS_DEFAULT_RATES = {"SGD": 0.01, "Adam": 0.001, "AdamW": 0.001, "RMSprop": 0.
                        "Muon": 0.001}
 
 
+WEIGHTLESS_LOSS = 1e-9
+"""A logged loss at or below this at the start of training is a batch without weight, not a loss."""
+
+
 def optimizer_text(signals: Signals) -> tuple[str, float | None, str | None]:
     """`("SGD's learning rate is 0.05", 0.05, "SGD")`, from the model description or the logged rate."""
     described = (signals.model or {}).get("optimizer") or {}
@@ -92,6 +96,13 @@ def _divergence(signals: Signals, thresholds: Thresholds):
     finite = np.isfinite(values)
     if not finite[0]:
         return None  # broken from the first step: the data or the model, not the step size
+    # a first loss of (nearly) 0 is a batch that carried no weight (all-zero sample weights), not a
+    # measured loss: the reference is the first loss a batch with weight gave
+    start = int(np.argmax(~finite | (np.abs(values) > WEIGHTLESS_LOSS)))
+    if start:
+        window, values, finite = window[start:], values[start:], finite[start:]
+        if len(window) < 2 or not finite[0]:
+            return None
     first = float(abs(values[0])) or 1e-12
     with np.errstate(all="ignore"):
         jumped = ~finite | (np.abs(values) > thresholds.lr_jump * first)

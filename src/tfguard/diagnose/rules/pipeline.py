@@ -1,13 +1,19 @@
 """Rules on how the input pipeline feeds training: `input_bound`, `python_in_pipeline`.
 
 - `input_bound`: on every recorded step the host measures the time it
-  waited for the step's batch against the whole step
-  (`perf/input_wait_fraction`). A median above `input_wait_max` means the
-  model waits for data more than it computes (seed article 003's pitfall:
-  TensorBoard's profiler answers it only after a profiling session). The
-  finding names the stage to fix from the static pipeline check
-  (`config/lint`): a `map` without `num_parallel_calls`, a missing
-  `prefetch`, a stage that calls Python, no `cache()`.
+  waited for the step's batch against the step's wall time, from the end
+  of the step before (`perf/input_wait_fraction`: Python and Keras's
+  callbacks between steps count, so a tiny model's microseconds of compute
+  do not make a hiccup look like most of its time). A median above
+  `input_wait_max` means the model waits for data more than it computes
+  (seed article 003's pitfall: TensorBoard's profiler answers it only after
+  a profiling session). The finding names the stage to fix from the static
+  pipeline check (`config/lint`): a `map` without `num_parallel_calls`, a
+  missing `prefetch`, a stage that calls Python, no `cache()`. When the
+  run's threads spent more than `cpu_wait_max` of their runnable time
+  waiting for a CPU (`perf/cpu_wait_fraction`: other processes held the
+  CPUs) and no stage is known to be slow, the wait is the busy machine's,
+  which no pipeline change wins back: no finding.
 - `python_in_pipeline`: the static check found a `tf.py_function`,
   `tf.numpy_function` or `from_generator` stage; reported with what it
   costs and the TensorFlow op that would do the same, when known.
@@ -75,7 +81,14 @@ def input_bound(signals: Signals, thresholds: Thresholds) -> list[Finding]:
         return []
     stages = [item for item in _lint_items(signals) if _code(item) in _SLOW_STAGES]
     stages.sort(key=lambda item: _SLOW_STAGES.index(_code(item)))
+    busy = _cpu_wait(signals)
+    if busy is not None and busy > thresholds.cpu_wait_max and not stages:
+        # the threads waited for CPUs other processes held: the scheduler, not a pipeline stage,
+        # kept the batch waiting, and no stage of the pipeline is known to be slow
+        return []
     evidence = {"median_input_wait_fraction": median, "recorded_steps": len(values)}
+    if busy is not None:
+        evidence["median_cpu_wait_fraction"] = busy
     if stages:
         first = stages[0]
         where = first.get("where")
@@ -97,6 +110,15 @@ def input_bound(signals: Signals, thresholds: Thresholds) -> list[Finding]:
         where=where, onset_step=onset_step, onset_epoch=onset_epoch, evidence=evidence,
         suggestion=suggestion,
     )]
+
+
+def _cpu_wait(signals: Signals) -> float | None:
+    """The median share of runnable time the run's threads waited for a CPU, when logged."""
+    busy = signals.series(tags.CPU_WAIT_FRACTION)
+    if busy is None:
+        return None
+    values = busy.values[np.isfinite(busy.values)]
+    return float(np.median(values)) if len(values) else None
 
 
 def python_in_pipeline(signals: Signals, thresholds: Thresholds) -> list[Finding]:

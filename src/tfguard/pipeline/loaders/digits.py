@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 import tensorflow as tf
-from sklearn import datasets
 
 from tfguard.pipeline.dataset import DatasetInfo, LoadedData, split_indices
+from tfguard.pipeline.extras import road_module
 
 __all__ = ["load_digits"]
 
@@ -33,7 +33,7 @@ def load_digits() -> LoadedData:
     Returns:
         A `LoadedData` named `"digits"`.
     """
-    digits = datasets.load_digits()
+    digits = road_module("sklearn.datasets", "The digits data set (the reference road's offline default)").load_digits()
     images = digits.images.astype(np.float32)[..., None] * (255.0 / 16.0)
     resized = tf.image.resize(images, (28, 28), method="bilinear").numpy()
     x = np.clip(np.round(resized), 0, 255).astype(np.uint8)
