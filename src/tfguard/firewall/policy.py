@@ -34,6 +34,7 @@ import numpy as np
 
 from tfguard.checks import hint_for
 from tfguard.errors import GuardViolation
+from tfguard.findings import STAGE_FIXES
 from tfguard.firewall import spikes
 from tfguard.firewall.checkpoints import CHECKPOINTS
 from tfguard.forensics.examples import (
@@ -47,18 +48,6 @@ from tfguard.forensics.quarantine import save_quarantine, store_replay
 from tfguard.forensics.replay import replay
 from tfguard.hooks import keras_compat
 
-HINTS = {
-    "forward": "lower the learning rate, clip the logits before softmax/exp, or use stable ops "
-    "(tf.math.divide_no_nan, tf.nn.log_softmax, keras.ops.softmax)",
-    "loss": "check the loss inputs: log(0) from probabilities of exactly 0 (use from_logits=True), "
-    "or a learning rate that made the outputs overflow",
-    "gradients": "lower the learning rate, or clip gradients (e.g. optimizer clipnorm=1.0)",
-    "update": "lower the learning rate (the update itself overflowed), or clip gradients "
-    "(e.g. optimizer clipnorm=1.0)",
-    "spike": "look at the quarantined batch: `tfguard replay PATH` says whether it reproduces and names the "
-    "examples that drive the loss (corrupted or mislabelled records); if the run moved to a new level on "
-    "purpose (new data, a new loss), guard the model again to start the window over",
-}
 ACTIONS = {"raise": "raised", "skip": "skipped", "warn": "warned"}
 
 
@@ -257,7 +246,7 @@ class Violation:
     # -- the policy --------------------------------------------------------------------
     def _act(self, event: GuardEvent, first, counts: dict) -> None:
         inst, config = self.inst, self.inst.guard
-        hint = hint_for(first.check) if first.checkpoint == "data" else HINTS[first.checkpoint]
+        hint = hint_for(first.check) if first.checkpoint == "data" else STAGE_FIXES[first.checkpoint]
         stopped = None
         if config.policy == "raise":
             stopped = event.message
@@ -312,4 +301,4 @@ class Violation:
         return counts, detail, rows
 
 
-__all__ = ["ACTIONS", "HINTS", "Counters", "GuardEvent", "GuardWarning", "Violation", "describe_position"]
+__all__ = ["ACTIONS", "Counters", "GuardEvent", "GuardWarning", "Violation", "describe_position"]

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import keras
 
+from tfguard.hooks import keras_compat
 from tfguard.hooks.keras_compat import optimizers_of
 from tfguard.lint.heads import input_shapes, layer_activation, output_heads
 from tfguard.lint.lookup import input_uses
@@ -221,17 +222,6 @@ def _passes_through(layer) -> bool:
     return isinstance(layer, keras.Model) and bool(inner) and all(_passes_through(sub) for sub in inner)
 
 
-def _outputs_of_call(layer, tensor) -> list:
-    """The KerasTensors the layer's call on `tensor` returned (its node in the model's graph)."""
-    found = []
-    for node in getattr(layer, "_inbound_nodes", None) or []:
-        inputs = keras.tree.flatten(getattr(node, "input_tensors", None) or [])
-        if any(t is tensor for t in inputs):
-            found.extend(t for t in keras.tree.flatten(getattr(node, "output_tensors", None) or [])
-                         if t is not None)
-    return found
-
-
 def _consumers(tensor, layers: list, depth: int = 0) -> list[dict]:
     """The layers that first compute with `tensor`, through pass-through layers (`PASS_THROUGH`,
     or a nested model made of them only: an augmentation `Sequential`)."""
@@ -240,7 +230,7 @@ def _consumers(tensor, layers: list, depth: int = 0) -> list[dict]:
         if not any(t is tensor for t in _flat_inputs(layer)):
             continue
         if _passes_through(layer) and depth < 32:
-            deeper = [c for out in _outputs_of_call(layer, tensor) for c in _consumers(out, layers, depth + 1)]
+            deeper = [c for out in keras_compat.call_outputs(layer, tensor) for c in _consumers(out, layers, depth + 1)]
             if deeper:
                 found.extend(deeper)
                 continue
