@@ -93,6 +93,18 @@ def test_bad_batches_are_rejected_where_they_sit_and_the_weights_equal_a_run_wit
     assert len(loss) == 128 and np.isfinite(loss).all()  # the NaN batch never entered the window
 
 
+def test_the_window_lives_across_fits_and_guarding_again_starts_it_over():
+    x, y = _data(40)
+    model = _model()
+    _fit(model, x[:20 * BATCH], y[:20 * BATCH])
+    model.fit(x[20 * BATCH:], y[20 * BATCH:], batch_size=BATCH, shuffle=False, verbose=0)
+    assert len(instrumentation_of(model).spike_window.values("loss")) == 40  # a fit in a loop keeps it
+    tfguard.guard(model, policy="skip", spikes=True, quarantine_dir=None)
+    assert len(instrumentation_of(model).spike_window.values("loss")) == 0
+    model.fit(x[:5 * BATCH], y[:5 * BATCH], batch_size=BATCH, shuffle=False, verbose=0)
+    assert len(instrumentation_of(model).spike_window.values("loss")) == 5
+
+
 def test_a_nan_batch_does_not_poison_the_window():
     """OLMo-core once let a NaN into its window and skipped the next 129 steps."""
     x, y = _data()

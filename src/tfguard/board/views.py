@@ -23,7 +23,8 @@ import dataclasses
 import time
 
 from tfguard import tags
-from tfguard.diagnose import Diagnosis, compare_diagnoses, to_json, violations
+from tfguard.diagnose import Diagnosis, Thresholds, compare_diagnoses, to_json, violations
+from tfguard.diagnose.rules.spikes import spikes_of
 from tfguard.findings import strict_json
 from tfguard.findings_table import count_text
 
@@ -101,23 +102,20 @@ def loss_curve(d: Diagnosis) -> dict | None:
 
 
 def spike_marks(d: Diagnosis) -> list[dict]:
-    """The loss spikes of a run (its `loss_spike` finding) as the timeline marks them: step, value, what was done.
+    """The loss spikes of a run with a `loss_spike` finding, as the timeline marks them: step, value, what was done.
 
     Example:
 
-    >>> from tfguard.diagnose import Finding, Diagnosis
-    >>> f = Finding("loss_spike", "info", "", evidence={"steps": [7], "values": [9.5], "actions": ["skipped"]})
-    >>> spike_marks(Diagnosis(run="a", findings=[f]))
+    >>> from tfguard.diagnose import Signals, diagnose
+    >>> record = {"step": 7, "checkpoint": "spike", "where": "loss", "check": "spike", "action": "skipped",
+    ...           "counts": {"value": 9.5, "mean": 1.0, "std": 0.2, "threshold": 2.2}}
+    >>> spike_marks(diagnose(Signals(guard_events=[record])))
     [{'step': 7, 'value': 9.5, 'action': 'skipped'}]
     """
-    marks = []
-    for finding in d.findings:
-        if finding.id != "loss_spike":
-            continue
-        steps, values = finding.evidence.get("steps") or [], finding.evidence.get("values") or []
-        actions = finding.evidence.get("actions") or ["applied"] * len(steps)
-        marks += [{"step": int(s), "value": v, "action": str(a)} for s, v, a in zip(steps, values, actions)]
-    return strict_json(marks)
+    if d.signals is None or not d.by_id("loss_spike"):
+        return []
+    spikes, _, _ = spikes_of(d.signals, Thresholds())
+    return strict_json([{"step": int(s["step"]), "value": s["value"], "action": s["action"]} for s in spikes])
 
 
 def run_view(d: Diagnosis, *, updated: float | None = None, now: float | None = None) -> dict:

@@ -108,7 +108,7 @@ def test_stock_keras_batch_losses_show_an_unguarded_spike(tmp_path):
     found = [f for f in diagnosis.findings if f.id == "loss_spike"]
     assert len(found) == 1 and found[0].severity == "warning"
     # Keras counts batches from 1: the 71st batch of epoch 0 and of epoch 1 (the records come back)
-    assert found[0].evidence["steps"] == [71, 151] and found[0].onset_epoch == 0
+    assert found[0].evidence["steps"] == "71, 151" and found[0].onset_epoch == 0
 
 
 def test_the_firewall_records_give_the_finding_live_and_offline(tmp_path):
@@ -124,5 +124,5 @@ def test_the_firewall_records_give_the_finding_live_and_offline(tmp_path):
         finding, = [f for f in diagnosis.findings if f.id == "loss_spike"]
         assert finding.severity == "info"  # rejected: nothing was applied
         assert finding.evidence["rejected"] == finding.evidence["count"] == 2
-        assert finding.evidence["batches"] == [70, 70 + PER_EPOCH]
+        assert finding.evidence["batches"] == f"70, {70 + PER_EPOCH}"
         assert finding.onset_epoch == 0 and "rejected every one" in finding.message

@@ -42,7 +42,7 @@ SPIKE = "spike"
 """The firewall's check stage of a spike, as its records name it."""
 REJECTED = ("skipped", "raised")
 SHOWN = 50
-"""The most spikes a finding lists (steps, values, what was done); `count` says how many there were."""
+"""The most spikes a finding's evidence lists (their steps and batches, as text); `count` says how many there were."""
 MIN_SLOPE_POINTS = 20
 
 
@@ -161,8 +161,38 @@ def per_batch(signals: Signals) -> tuple[Series, str]:
     return Series(steps, losses, batch.epochs), "the batch losses, Keras's running mean of each epoch undone"
 
 
+def spikes_of(signals: Signals, thresholds: Thresholds) -> tuple[list[dict], str, str]:
+    """The loss spikes of a run, each `{step, epoch, batch, value, mean, std, threshold, action}`; where and whence.
+
+    From the firewall's records of its spike stage when it has any, else
+    from the logged batch losses (`per_batch`) with the firewall's rule
+    (`spike_points`, `action` "applied"). Returns `(spikes, where, source)`:
+    the signals that spiked (`"loss"`, `"gradient_norm"`) and where they were found.
+
+    Raises:
+        MissingSignals: with neither spike records nor batch losses.
+    """
+    records = [e for e in signals.guard_events if e.get("checkpoint") == SPIKE]
+    if records:
+        spikes, where = [], []
+        for record in records:
+            counts = record.get("counts") or {}
+            spikes.append({"step": int(record.get("step", 0)), "epoch": record.get("epoch"),
+                           "batch": record.get("batch"), "value": counts.get("value", np.nan),
+                           "mean": counts.get("mean", np.nan), "std": counts.get("std", np.nan),
+                           "threshold": counts.get("threshold", np.nan), "action": str(record.get("action", ""))})
+            if record.get("where") and record["where"] not in where:
+                where.append(str(record["where"]))
+        return spikes, ", ".join(where) or "loss", "the firewall's records"
+    series, source = per_batch(signals)
+    found = spike_points(series.values, thresholds.spike_window, thresholds.spike_sigmas, thresholds.spike_warmup)
+    return ([{"step": int(series.steps[i]), "epoch": series.at(i)[1], "batch": None,
+              "value": float(series.values[i]), "mean": mean, "std": std, "threshold": threshold,
+              "action": "applied"} for i, mean, std, threshold in found], "loss", source)
+
+
 def loss_spike(signals: Signals, thresholds: Thresholds) -> list[Finding]:
-    """Reports the steps whose loss (or gradient norm) was a spike.
+    """Reports the steps whose loss (or gradient norm) was a spike (`spikes_of`).
 
     Args:
         signals: the run: the firewall's spike records, else `batch/loss`.
@@ -176,31 +206,11 @@ def loss_spike(signals: Signals, thresholds: Thresholds) -> list[Finding]:
     Raises:
         MissingSignals: with neither spike records nor batch losses.
     """
-    records = [e for e in signals.guard_events if e.get("checkpoint") == SPIKE]
-    if records:
-        return [_from_records(signals, records)]
-    series, source = per_batch(signals)
-    found = spike_points(series.values, thresholds.spike_window, thresholds.spike_sigmas, thresholds.spike_warmup)
-    if not found:
+    spikes, where, source = spikes_of(signals, thresholds)
+    if not spikes:
         return []
-    spikes = [{"step": int(series.steps[i]), "epoch": series.at(i)[1], "value": float(series.values[i]),
-               "mean": mean, "std": std, "threshold": threshold, "action": "applied"}
-              for i, mean, std, threshold in found]
-    return [_finding(signals, spikes, "loss", rejected=0, source=source)]
-
-
-def _from_records(signals: Signals, records: list[dict]) -> Finding:
-    spikes, rejected, where = [], 0, []
-    for record in records:
-        counts = record.get("counts") or {}
-        spikes.append({"step": int(record.get("step", 0)), "epoch": record.get("epoch"),
-                       "batch": record.get("batch"), "value": counts.get("value", np.nan),
-                       "mean": counts.get("mean", np.nan), "std": counts.get("std", np.nan),
-                       "threshold": counts.get("threshold", np.nan), "action": str(record.get("action", ""))})
-        rejected += record.get("action") in REJECTED
-        if record.get("where") and record["where"] not in where:
-            where.append(str(record["where"]))
-    return _finding(signals, spikes, ", ".join(where) or "loss", rejected=rejected, source="the firewall's records")
+    rejected = sum(s["action"] in REJECTED for s in spikes)
+    return [_finding(signals, spikes, where, rejected=rejected, source=source)]
 
 
 def _finding(signals: Signals, spikes: list[dict], where: str, *, rejected: int, source: str) -> Finding:
@@ -225,11 +235,10 @@ def _finding(signals: Signals, spikes: list[dict], where: str, *, rejected: int,
         message += "None was rejected: every update was applied."
     evidence = {"count": count, "rejected": rejected, "applied": applied, "largest_sigmas": sizes[largest],
                 "largest_step": big["step"], "first_value": first["value"], "first_threshold": first["threshold"],
-                "steps": [s["step"] for s in spikes[:SHOWN]], "values": [s["value"] for s in spikes[:SHOWN]],
-                "actions": [s["action"] for s in spikes[:SHOWN]], "source": source}
-    batches = [s.get("batch") for s in spikes if s.get("batch") is not None]
+                "steps": ", ".join(str(s["step"]) for s in spikes[:SHOWN]), "source": source}
+    batches = [str(s["batch"]) for s in spikes if s.get("batch") is not None]
     if batches:
-        evidence["batches"] = batches[:SHOWN]
+        evidence["batches"] = ", ".join(batches[:SHOWN])
     suggestion = ("Replay a quarantined batch (`tfguard replay PATH`): it says whether the spike reproduces and "
                   "names the rows that drive it; drop or fix those records (they come back every epoch).")
     if applied:
@@ -239,4 +248,4 @@ def _finding(signals: Signals, spikes: list[dict], where: str, *, rejected: int,
                    suggestion=suggestion, onset_step=first["step"], onset_epoch=epoch)
 
 
-__all__ = ["infer_epoch_ends", "is_running_mean", "loss_spike", "per_batch", "spike_points"]
+__all__ = ["infer_epoch_ends", "is_running_mean", "loss_spike", "per_batch", "spike_points", "spikes_of"]

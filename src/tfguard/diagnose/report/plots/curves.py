@@ -48,6 +48,8 @@ from tfguard.diagnose.report.plots.kit import (
     use_steps,
     xy,
 )
+from tfguard.diagnose.rules.spikes import spikes_of
+from tfguard.diagnose.thresholds import Thresholds
 
 _RATE_NAMES = ("learning_rate", "lr")
 
@@ -82,7 +84,8 @@ def loss_png(signals: Signals, findings) -> bytes | None:
     ax = fig.subplots()
     plot_losses(ax, curves, by_step)
     mark(ax, signals, findings, by_step)
-    mark_spikes(ax, findings, by_step)
+    if any(f.id == "loss_spike" for f in findings):
+        mark_spikes(ax, spikes_of(signals, Thresholds())[0], by_step)
     finish(ax, "step" if by_step else "epoch", "loss")
     return png(fig)
 

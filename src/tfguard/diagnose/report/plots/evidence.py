@@ -55,7 +55,7 @@ from tfguard.diagnose.report.plots.kit import (
     use_steps,
     xy,
 )
-from tfguard.diagnose.rules.spikes import per_batch
+from tfguard.diagnose.rules.spikes import per_batch, spikes_of
 from tfguard.diagnose.thresholds import Thresholds
 
 _DEFAULTS = Thresholds()
@@ -221,12 +221,13 @@ def _spikes(signals: Signals, finding) -> bytes | None:
         losses, how = per_batch(signals)
     except MissingSignals:
         losses, how = None, ""
+    spikes = spikes_of(signals, _DEFAULTS)[0]
     fig = figure(8, 3.2)
     ax = fig.subplots()
     if losses is not None:
         ax.plot(losses.steps, losses.values, linewidth=0.8, alpha=0.7, label=label(how, 60))
-        positive_log(ax, [losses.values, np.asarray(finding.evidence.get("values") or [], np.float64)])
-    mark_spikes(ax, [finding], True)
+        positive_log(ax, [losses.values, np.asarray([s["value"] for s in spikes], np.float64)])
+    mark_spikes(ax, spikes, True)
     finish(ax, "step", "loss, and each spike (filled: applied, hollow: rejected)")
     return png(fig)
 

@@ -114,21 +114,15 @@ SPIKE_COLORS = {"applied": "#c0392b", "warned": "#d68910"}
 """The colour of a spike mark by what was done (a rejected spike is drawn hollow, in grey)."""
 
 
-def mark_spikes(ax, findings, by_step: bool) -> None:
-    """A triangle at the step and value of every spike a `loss_spike` finding lists (filled: applied)."""
-    if not by_step:
+def mark_spikes(ax, spikes: list[dict], by_step: bool) -> None:
+    """A triangle at the step and value of every spike (`rules.spikes.spikes_of`): filled when applied."""
+    if not by_step or not spikes:
         return
-    for f in findings:
-        if f.id != "loss_spike":
-            continue
-        steps, values = f.evidence.get("steps") or [], f.evidence.get("values") or []
-        actions = f.evidence.get("actions") or ["applied"] * len(steps)
-        for step, value, action in zip(steps, values, actions):
-            color = SPIKE_COLORS.get(action)
-            ax.scatter([step], [value], marker="v", s=42, zorder=4, edgecolors=color or "#555555",
-                       facecolors=color or "none", linewidths=1.2)
-        if steps:
-            ax.scatter([], [], marker="v", color="#c0392b", label="loss spike")
+    for spike in spikes:
+        color = SPIKE_COLORS.get(spike["action"])
+        ax.scatter([spike["step"]], [spike["value"]], marker="v", s=42, zorder=4,
+                   edgecolors=color or "#555555", facecolors=color or "none", linewidths=1.2)
+    ax.scatter([], [], marker="v", color="#c0392b", label="loss spike")
 
 
 def plot_losses(ax, curves: list[tuple[str, Series]], by_step: bool, *,
