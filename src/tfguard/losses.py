@@ -1,5 +1,8 @@
 """The one vocabulary of losses: kinds, Keras's names for them, and the loss/activation rules.
 
+Long because: the rule table is keyed by the kinds and activation families defined here, and
+each of its rows is data that carries its own message and fix; one contract, read in one place.
+
 Whether an output layer fits its loss depends on what the loss expects of
 the output: its *kind*. Lint reads a live model (`tfguard.lint.losses`
 turns any Keras loss object into its canonical name), the diagnosis reads the
