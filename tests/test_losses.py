@@ -56,6 +56,10 @@ def test_kinds_of_what_is_not_a_keras_loss():
     ({"class": "BinaryCrossentropy", "from_logits": False}, ("binary_crossentropy", "binary", False)),
     ({"name": None, "class": None, "from_logits": None}, (None, "none", None)),
     ("KLDivergence", ("kl_divergence", "divergence", None)),
+    # a function of the user's is Keras's only by Keras's own function name
+    ({"name": "ce", "class": "function", "from_logits": None}, ("ce", "unknown", None)),
+    ({"name": "binary_crossentropy", "class": "function", "from_logits": False},
+     ("binary_crossentropy", "binary", False)),
     (None, (None, "none", None)),
 ])
 def test_described_loss_reads_new_and_old_descriptions(entry, expected):

@@ -186,6 +186,24 @@ def keras_loss(name: str | None) -> KerasLoss | None:
     return _BY_SPELLING.get(_spelling(str(name)))
 
 
+def keras_function(name: str | None) -> KerasLoss | None:
+    """The Keras loss a Python function's `__name__` names, or `None`.
+
+    Only Keras's own function names and TensorFlow's logits losses count: a
+    function of the user's that is called like an alias (`mse`, `ce`) may
+    compute anything (a cross-entropy on logits, say).
+
+    Example:
+
+    >>> keras_function("mean_squared_error").kind, keras_function("mse"), keras_function("ce")
+    ('regression', None, None)
+    """
+    known = keras_loss(name)
+    if known is None or known.logits_only or known.name == name:
+        return known
+    return None
+
+
 def kind_of(name: str | None) -> str:
     """The kind of a loss named by its function, class, alias or TensorFlow name.
 
@@ -251,7 +269,10 @@ def described_loss(entry) -> DescribedLoss:
         entry = {"name": entry}
     name, cls = entry.get("name"), entry.get("class")
     kind = entry.get("kind")
-    if kind not in KINDS:
+    if kind not in KINDS and cls == "function":  # a function is Keras's only by its own name
+        known = keras_function(name)
+        kind = known.kind if known is not None else "unknown"
+    elif kind not in KINDS:
         kind = kind_of(name) if name else "none"
         if kind in ("none", "unknown") and cls:
             kind = kind_of(cls)
@@ -510,5 +531,5 @@ def output_mismatches(loss: str | None, kind: str, from_logits: bool | None, act
 
 __all__ = ["ACTIVATION_FAMILIES", "AUTO_CROSSENTROPY", "CROSSENTROPY_KINDS", "KINDS",
            "MISMATCH_RULES", "DescribedLoss", "KerasLoss", "Mismatch", "MismatchRule",
-           "activation_family", "described_loss", "keras_loss", "kind_of", "output_mismatches",
+           "activation_family", "described_loss", "keras_function", "keras_loss", "kind_of", "output_mismatches",
            "resolved_kind"]

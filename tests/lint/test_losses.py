@@ -91,6 +91,18 @@ def test_ignore_class_and_from_logits():
     assert resolve_loss("categorical_hinge").kind == "categorical_hinge"
 
 
+def test_a_function_of_the_users_named_like_an_alias_is_not_judged():
+    def ce(y_true, y_pred):  # may well read logits
+        return keras.losses.categorical_crossentropy(y_true, y_pred, from_logits=True)
+
+    def mse(y_true, y_pred):
+        return keras.ops.mean((y_true - y_pred) ** 2)
+
+    assert [(resolve_loss(f).name, resolve_loss(f).kind) for f in (ce, mse)] == [
+        ("ce", "unknown"), ("mse", "unknown")]
+    assert resolve_loss("ce").kind == "auto_crossentropy"  # the string is Keras's own
+
+
 def test_none_and_bad_values():
     assert resolve_loss(None) is NO_LOSS
     with pytest.raises(ContractError, match="one loss"):

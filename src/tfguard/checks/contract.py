@@ -37,7 +37,7 @@ from tfguard.checks.shapes import Shapes, Spec
 from tfguard.checks.values import finite, in_range
 from tfguard.checks.verdict import graph_asserts, raise_if_failed
 from tfguard.errors import ContractError
-from tfguard.losses import kind_of
+from tfguard.losses import keras_function, kind_of
 
 ROLES = ("x", "y", "sample_weight")
 
@@ -302,7 +302,11 @@ def infer_contract(model: keras.Model) -> Contract:
     Contract(x=[Finite()], y=[Finite(), Labels()], sample_weight=[Finite(), in_range(0, None)])
     """
     loss = getattr(model, "loss", None)
-    kind = kind_of(_loss_name(loss)) if loss is not None else "none"
+    if loss is None or isinstance(loss, str):
+        kind = kind_of(loss)
+    else:  # an object or function is Keras's only by its function's own name
+        known = keras_function(_loss_name(loss))
+        kind = known.kind if known is not None else "unknown"
     y_checks: list = [finite()]
     units = output_units(model)
     if kind == "sparse_categorical":

@@ -71,10 +71,10 @@ def _function_info(fn: Any, cls: str) -> LossInfo:
         keywords = {**fn.keywords, **keywords}
         fn = fn.func
     raw_name = getattr(fn, "__name__", None) or type(fn).__name__
-    known = losses.keras_loss(raw_name)
+    known = losses.keras_function(raw_name)
     if known is not None and known.logits_only:
         return LossInfo(name=known.name, cls=cls, from_logits=True, kind=known.kind)
-    kind = losses.kind_of(raw_name)
+    kind = known.kind if known is not None else "unknown"
     from_logits = keywords.get("from_logits")
     if from_logits is None and kind in losses.CROSSENTROPY_KINDS:
         try:
