@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import keras
+import numpy as np
 import pytest
 
 import tfguard.losses
@@ -80,3 +81,13 @@ def test_a_guessed_activation_turns_errors_into_warnings():
     assert "unbuilt" in guess.message
     assert output_mismatches("sparse_categorical_crossentropy", "sparse_categorical", False,
                              None, 3) == []  # an activation that could not be read
+
+
+def test_why_a_relu_output_under_a_probability_loss_is_an_error():
+    """A ReLU row of zeros (every unit off) is a NaN categorical cross-entropy: not a weaker loss, none."""
+    one_hot = np.array([[0.0, 1.0, 0.0]], "float32")
+    relu_row = np.zeros((1, 3), "float32")
+    loss = keras.losses.categorical_crossentropy(one_hot, relu_row)
+    assert np.isnan(keras.ops.convert_to_numpy(loss)).all()
+    (mismatch,) = output_mismatches("categorical_crossentropy", "categorical", False, "relu", 3)
+    assert (mismatch.code, mismatch.severity) == ("relu_output_into_probability_loss", "error")

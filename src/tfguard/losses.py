@@ -56,8 +56,11 @@ clipped; on sklearn's digits it ends at chance (11 %). Logits read as
 probabilities are clipped into [1e-7, 1 - 1e-7]: 20-77 % instead of 96 %.
 A softmax into a `from_logits=True` loss still trains (Keras's TensorFlow
 backend even notices the softmax and uses its input) but computes a wrong
-loss on other backends: a warning. An activation read from the last layer of
-an unbuilt subclassed model is a guess: its errors become warnings.
+loss on other backends: a warning. Under hinge (even/odd digits, 5 epochs) a
+linear output reaches loss 0.10 and 97 % by sign; a sigmoid keeps a floor of
+0.58 and 50 % by sign (93 % thresholded at 0.5), a ReLU died on 1 seed of 4:
+a warning. An activation read from the last layer of an unbuilt subclassed
+model is a guess: its errors become warnings.
 
 Example:
 
@@ -446,7 +449,7 @@ MISMATCH_RULES: tuple[MismatchRule, ...] = (
         frozenset({"softmax", "sigmoid", "relu"}), None,
         "the output uses {act}, which cannot go below 0, but {loss} scores the sign of the output "
         "against labels -1/+1 (Keras maps 0/1 onto them): a negative example's loss never falls "
-        "below 1, and a threshold at 0 calls every example positive",
+        "below 1, so the loss keeps a floor and the output's sign does not tell the class",
         "Use a linear (activation=None) or tanh last layer with {loss}, or a sigmoid with "
         "binary_crossentropy."),
 )
