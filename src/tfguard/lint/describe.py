@@ -8,7 +8,7 @@ models, compiled or not; a field that cannot be read is `None`.
 Shape of the result::
 
     {"name", "class", "input_shape", "output_units", "output_activation",
-     "loss": {"name", "class", "from_logits"},
+     "loss": {"name", "class", "from_logits", "kind"},
      "optimizer": {"class", "learning_rate", "momentum"},
      "layers": [{"name", "class", "activation", "units", "params", "initializer"}],
      "inputs": [{"name", "dtype", "consumers": [{"name", "class"}], "use"}]}
@@ -24,8 +24,15 @@ no consumers.
 `"probe"`, `"last_layer"` or `None`, see `tfguard.lint.heads`).
 `layers` lists the leaf layers (nested models are walked), in the order the
 model tracks them. A model with several outputs also gets `"outputs"`, one
-`{"name", "units", "activation", "loss"}` per output; the top-level fields
-then describe the first output.
+`{"name", "units", "activation", "activation_source", "loss"}` per output;
+the top-level fields then describe the first output.
+
+The loss's `name` is the canonical Keras function name
+(`"sparse_categorical_crossentropy"`, whatever spelling or object was
+compiled), or a custom loss's own name; its `kind` is one of
+`tfguard.losses.KINDS`, so the diagnosis judges the output with the same
+rule table as `tfguard lint` (`tfguard.losses.described_loss` also reads
+descriptions written before `kind` was recorded).
 
 Example:
 
@@ -317,7 +324,7 @@ def describe_model(model) -> dict:
     >>> import json, keras
     >>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
     >>> json.loads(json.dumps(describe_model(model)))["loss"]
-    {'name': None, 'class': None, 'from_logits': None}
+    {'name': None, 'class': None, 'from_logits': None, 'kind': 'none'}
 
     Args:
         model: a Keras model (Sequential, functional or subclassed).
@@ -359,6 +366,7 @@ def describe_model(model) -> dict:
                 "name": h.name,
                 "units": h.units,
                 "activation": h.activation,
+                "activation_source": h.source,
                 "loss": info.to_dict(),
             }
             for h, info in zip(heads, losses)

@@ -52,7 +52,7 @@ def test_one_nan_row_is_a_bad_record_named_listed_first_with_a_data_fix(tmp_path
     assert first.severity == "warning"  # skipped: the weights are safe
     assert "failed 'finite' (10 NaN, 0 +Inf, 0 -Inf of 640 values) in example" in first.message
     assert "came back in epochs 0, 1, 2: it is in your data, not a transient fault" in first.message
-    assert first.evidence["recurring_epochs"] == [0, 1, 2]
+    assert first.evidence["came_back_in"] == [0, 1, 2]
     assert "drop or impute" in first.suggestion
     # what the rejected steps logged (their NaN gradient norms) is not the training's
     assert "nonfinite" not in [f.id for f in report.findings]

@@ -28,8 +28,8 @@ Example:
 ...          "examples": [{"row": 40, "bad": 10, "values": 10, "fingerprint": "ab12",
 ...                        "earlier": [{"epoch": 0, "batch": 3, "row": 5}]}]}
 >>> finding, = bad_record(Signals(guard_events=[record, again]), Thresholds())
->>> finding.id, finding.where, finding.evidence["recurring_epochs"]
-('bad_record', 'x', [0, 1])
+>>> finding.id, finding.where, finding.evidence["came_back_in"], finding.evidence["came_back_unit"]
+('bad_record', 'x', [0, 1], 'epochs')
 """
 
 from __future__ import annotations
@@ -45,9 +45,15 @@ LABEL_CHECKS = ("labels", "one_hot", "probabilities")
 
 
 def data_events(signals: Signals) -> list[dict]:
-    """The violations whose first failed stage is the data check of an input or label value (not a label's class)."""
+    """The violations whose first failed stage is a data check of a record's values.
+
+    Any check of an input (`x`), and a label's (`y`) finiteness; a label
+    outside what the loss accepts (its classes, its range) is
+    `label_range`'s.
+    """
     return [e for e in signals.guard_events
-            if e.get("checkpoint") == "data" and e.get("check") not in LABEL_CHECKS]
+            if e.get("checkpoint") == "data" and e.get("check") not in LABEL_CHECKS
+            and (not str(e.get("where", "")).startswith("y") or e.get("check") == "finite")]
 
 
 def _epochs_of(events: list[dict]) -> dict[str, list]:
@@ -92,7 +98,7 @@ def bad_record(signals: Signals, thresholds: Thresholds) -> list[Finding]:
     """
     del thresholds
     if not signals.guard_events:
-        raise MissingSignals("no firewall records (guard/records): the run was not guarded, or logged none")
+        raise MissingSignals("no firewall records: the run was not guarded")
     events = data_events(signals)
     if not events:
         return []
@@ -109,9 +115,9 @@ def bad_record(signals: Signals, thresholds: Thresholds) -> list[Finding]:
         named = f" in example{'s' if len(rows) > 1 else ''} {shown}{more} of its batch"
     message = (f"the firewall rejected {len(events)} batch(es) at its data check: '{where}' failed "
                f"'{first.get('check')}'" + (f" ({what})" if what else "") + named + ".")
+    unit = "epochs" if first.get("epoch") is not None else "batches"
     if recurring:
         places = next(iter(recurring.values()))
-        unit = "epochs" if first.get("epoch") is not None else "batches"
         message += (f" The same example came back in {unit} {', '.join(str(p) for p in places)}: "
                     "it is in your data, not a transient fault.")
     action = str(first.get("action") or "")
@@ -122,7 +128,8 @@ def bad_record(signals: Signals, thresholds: Thresholds) -> list[Finding]:
     evidence = {"guard_events": len(events), "checks": checks, "action": action,
                 "counts": dict(first.get("counts") or {}),
                 "examples": [{k: r.get(k) for k in ("row", "bad", "values", "fingerprint")} for r in rows[:20]],
-                "recurring_epochs": next(iter(recurring.values()), []), "recurring_examples": len(recurring)}
+                "came_back_in": next(iter(recurring.values()), []), "came_back_unit": unit,
+                "recurring_examples": len(recurring)}
     step = first.get("step")
     epoch = first.get("epoch") if first.get("epoch") is not None else signals.epoch_of(step)
     return [Finding("bad_record", severity, message, onset_step=step, onset_epoch=epoch, where=where,
