@@ -223,6 +223,16 @@ def test_a_run_most_rules_could_not_read_has_little_evidence_never_healthy():
     assert "gradient norms" in d.status["missing"] and "little evidence" in d.status["text"]
 
 
+def test_a_run_of_few_signals_has_little_evidence_though_loss_spike_reads_them():
+    steps, ends = np.arange(1, 201), [50, 100, 150, 200]  # long enough for loss_spike to look
+    batch = 1.0 / np.sqrt(steps) + 0.01 * np.sin(steps)
+    epochs = batch[np.array(ends) - 1]
+    d = diagnose(Signals.from_arrays({"batch/loss": (steps, batch), "grad_norm/global": (steps, 0 * steps + 0.5),
+                                      "train/loss": (ends, epochs), "val/loss": (ends, epochs)}))
+    assert "loss_spike" in d.rules_run
+    assert d.status["state"] == "little_evidence" and not d.healthy
+
+
 def test_little_evidence_is_what_the_reports_say():
     d = diagnose(Signals.from_arrays({"train/d_loss": (None, [0.7, 0.6, 0.6, 0.5])}))
     console = Console(record=True, width=300, file=io.StringIO())

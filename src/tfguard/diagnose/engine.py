@@ -276,7 +276,8 @@ def run_status(signals: Signals, rules_run: list, skipped: list | None = None,
     before the Logger's end-of-training record: `cut_off`), `"no_evidence"`
     (nothing was logged that a rule could read) or `"little_evidence"`
     (more than `little_evidence_skipped` of the rules could not look: the
-    text lists what was missing; never "healthy"), plus the failure
+    text lists what was missing; never "healthy"; invariant checks and the
+    rules without `new_evidence` do not count), plus the failure
     record's fields (`type`, `error`, `step`, `detail`) when training
     failed, and `missing` for little evidence.
     """
@@ -294,9 +295,11 @@ def run_status(signals: Signals, rules_run: list, skipped: list | None = None,
                 "text": "no signal any rule can read was logged: nothing can be said about this run"}
     th = Thresholds.resolve(thresholds)
     # an invariant check that does not apply to the program (a GAN has no inference call) is
-    # not evidence missing about the training: only the rules of its signals count here
-    skipped = [s for s in skipped or [] if s["id"] not in INVARIANTS]
-    total = len([r for r in rules_run if r not in INVARIANTS]) + len(skipped)
+    # not evidence missing about the training, and a rule reading only what others read adds
+    # none: only the rules of the run's own kinds of signals count here
+    uncounted = {*INVARIANTS, *(rule.id for rule in RULES.values() if not rule.new_evidence)}
+    skipped = [s for s in skipped or [] if s["id"] not in uncounted]
+    total = len([r for r in rules_run if r not in uncounted]) + len(skipped)
     if total and len(skipped) / total > th.little_evidence_skipped:
         missing = list(dict.fromkeys(_missing_what(s["reason"]) for s in skipped))
         return {"state": "little_evidence", "missing": missing,

@@ -67,7 +67,8 @@ RULES: dict[str, Rule] = {
         Rule("training_mode_leak", training_mode_leak, "invariants/records", after_death=True),
         Rule("collapsed_output", collapsed_output, "invariants/records", after_death=True),
         Rule("bad_record", bad_record, "guard/records"),
-        Rule("loss_spike", loss_spike, "guard/records of the spike stage, or batch/loss"),
+        Rule("loss_spike", loss_spike, "guard/records of the spike stage, or batch/loss",
+             new_evidence=False),
     )
 }
 

@@ -41,12 +41,19 @@ class Rule:
         after_death: the rule also reads the signals logged after the run
             died (from the point where losses and gradient norms stay
             NaN/Inf, every statistic is garbage). Defaults to `False`.
+        new_evidence: the rule reads a signal no other rule reads, so
+            whether it could look counts in how much of the run the rules
+            saw (`run_status`'s little evidence). `False` for a rule that
+            reads only what others read (`loss_spike`: the batch losses and
+            the firewall's records): adding it must not make a run of a
+            loss alone look well observed. Defaults to `True`.
     """
 
     id: str
     fn: RuleFn
     needs: str
     after_death: bool = False
+    new_evidence: bool = True
 
     def __call__(self, signals: Signals, thresholds: Thresholds) -> list[Finding]:
         return self.fn(signals, thresholds)
