@@ -153,11 +153,7 @@ def per_batch(signals: Signals) -> tuple[Series, str]:
     batch = Series(steps, values, epochs_for(steps, ends))
     if not is_running_mean(steps, values, ends):
         return batch, "the logged batch losses"
-    epoch, k = _within_epoch(steps, ends)
-    losses = values.copy()
-    for i in range(1, len(values)):
-        if epoch[i] == epoch[i - 1] and k[i] > k[i - 1]:
-            losses[i] = (k[i] * values[i] - k[i - 1] * values[i - 1]) / (k[i] - k[i - 1])
+    losses, _, _ = _undo(steps, values, ends)
     return Series(steps, losses, batch.epochs), "the batch losses, Keras's running mean of each epoch undone"
 
 
