@@ -50,6 +50,8 @@ class FitRecord:
         guarded: whether the firewall was on for the call.
         error: `"<type>: <message>"` of the exception `fit` raised, or `None`.
         notes: remarks (a callback that could not be added, ...).
+        kind: `"fit"`, or `"loop"` for a hand-written loop's run (`tfguard.attach.loops`),
+            `"outside-fit"` for updates the firewall rejected outside any recorded run.
     """
 
     run: str
@@ -61,6 +63,7 @@ class FitRecord:
     guarded: bool = False
     error: str | None = None
     notes: list = dataclasses.field(default_factory=list)
+    kind: str = "fit"
 
 
 @dataclasses.dataclass
