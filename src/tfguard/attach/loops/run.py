@@ -14,6 +14,8 @@ and keeps them for the diagnosis (`SignalRecorder`), as a `Logger` and a
 * the gradient norms of the updates of one step add up to
   `grad_norm/global`; in a run of several optimizers each also gets
   `optimizer/grad_norm/<name>`;
+* the targets of a run of several optimizers are the loop's own (a GAN's
+  real/fake labels, smoothed with noise), not data: no `data/label_*`;
 * an update that did not move its optimizer's step was rejected by the
   firewall's gate: a guard event (`guard/events`, `guard/records`, the
   counters) at the step, no batch values.
@@ -54,6 +56,9 @@ from tfguard.lint.failure import end_record
 from tfguard.optimizer_state import learning_rate
 from tfguard.summary.loop_log import LoopLog
 from tfguard.summary.runinfo import guard_event_json, guard_event_line
+
+
+_LABELS = (tags.LABEL_MIN, tags.LABEL_MAX, tags.LABEL_ROW_SUM_MAX)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -189,6 +194,8 @@ class LoopRun:
                 if len(self.optimizers) > 1:
                     scalars.setdefault(tags.optimizer_grad_norm(self.labels.get(id(optimizer), "optimizer")), value)
                 continue
+            if len(self.optimizers) > 1 and str(key).startswith(_LABELS):
+                continue  # an adversarial run's targets are made by the loop (a GAN's noisy ones), not data
             scalars.setdefault(self._tag(key), value)
         if any(key == tags.GLOBAL_GRAD_NORM for key, _, _ in entry):
             scalars[tags.GLOBAL_GRAD_NORM] = math.sqrt(squares)

@@ -108,21 +108,31 @@ def _batch(window, observations, tape_inputs):
     return (arguments or None), targets
 
 
+def _layer_name(layer, naming) -> str:
+    weights = layer.weights
+    return probes.layer_key(weights[0], naming.name) if weights else layer.name
+
+
 def _activations(run, window, tape_outputs) -> list[tuple[str, str, tf.Tensor]]:
-    """`(layer name, kind, output)` of the activations the step computed since the last update."""
+    """`(layer name, kind, output)` of the activations the step computed since the last update.
+
+    The sigmoid or tanh a model's last layer ends with is its output, not a hidden activation (a
+    GAN generator's saturates by design): left out, for each model of the run.
+    """
+    naming = run.naming
+    outputs = {_layer_name(model.layers[-1], naming) for model in run.models if model.layers}
     if window.eager:
         named = []
-        for layer, outputs in tape_outputs:
+        for layer, values in tape_outputs:
             kind = stats.activation_kind(layer)
-            outs = float_leaves(outputs)
+            outs = float_leaves(values)
             if kind is not None and outs:
-                weights = layer.weights
-                name = probes.layer_key(weights[0], run.naming.name) if weights else layer.name
-                named.append((name, kind, outs[0]))
-        return named
-    found = activation_outputs(window.graph, window.scanned, run.variables())
-    window.scanned = operation_count(window.graph)
-    return [(probes.layer_key(variable, run.naming.name), kind, output) for variable, kind, output in found]
+                named.append((_layer_name(layer, naming), kind, outs[0]))
+    else:
+        found = activation_outputs(window.graph, window.scanned, run.variables())
+        window.scanned = operation_count(window.graph)
+        named = [(probes.layer_key(variable, naming.name), kind, output) for variable, kind, output in found]
+    return [item for item in named if not (item[1] in stats.SATURATING and item[0] in outputs)]
 
 
 def _first_of_each(named: list) -> list:
