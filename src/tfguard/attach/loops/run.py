@@ -57,7 +57,6 @@ from tfguard.optimizer_state import learning_rate
 from tfguard.summary.loop_log import LoopLog
 from tfguard.summary.runinfo import guard_event_json, guard_event_line
 
-
 _LABELS = (tags.LABEL_MIN, tags.LABEL_MAX, tags.LABEL_ROW_SUM_MAX)
 
 
