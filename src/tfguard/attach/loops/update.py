@@ -152,6 +152,11 @@ def record_update(run, window, optimizer, gradients, variables, apply, observati
     predicted = start + 1 if optimizer is run.counting else start
     due = due_at(predicted, run.dense_steps, run.every)
     outputs, inputs = tape.take() if (eager and tape is not None) else ([], [])
+    if eager and not due:  # a step that does not record runs nothing of the recorder but two reads
+        result = apply(gradients)
+        if _read(own, eager) == own_before:
+            run.receive(_read(counter, eager), False, [], [], optimizer)
+        return result
     x, y = _batch(window, observations, inputs)
     named = _first_of_each(_activations(run, window, outputs))
     context = FirewallContext(None, record_flag=due if not eager else tf.constant(due), weights=True,
@@ -170,13 +175,19 @@ def record_update(run, window, optimizer, gradients, variables, apply, observati
         return _vector(groups)
 
     emit(records, step, moved, compute, lambda *args: run.receive(*args, optimizer))
+    window.schedule = (step, due)
     return result
 
 
 def record_metric(run, window, metric) -> None:
-    """Reads a metric updated after an update in the same traced function, on the run's recording steps."""
-    step = _read(step_counter(run.counting), window.eager)
-    emit(due_at(step, run.dense_steps, run.every), step, True,
+    """Reads a metric updated after an update in the same traced function, on the run's recording steps
+    (the step and the decision of the last update of the function, when it was the run's)."""
+    if window.schedule is not None and window.last_run is run:
+        step, due = window.schedule
+    else:
+        step = _read(step_counter(run.counting), window.eager)
+        due = due_at(step, run.dense_steps, run.every)
+    emit(due, step, True,
          lambda: _vector(observation_groups([Observation("metric", metric)], None)),
          lambda *args: run.receive(*args, None))
 

@@ -62,6 +62,7 @@ class Window:
         self.runs: list = []  # the runs of the updates in this graph
         self.scanned = 0  # operations of the graph already looked at for activations
         self.batch_taken = False  # the graph's batch statistics are taken (at its first update)
+        self.schedule = None  # (step, due) of the graph's last recorded update: what a metric after it reads
         self.evaluations: weakref.WeakSet | None = weakref.WeakSet() if graph is None else None
 
     @property
