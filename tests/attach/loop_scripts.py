@@ -184,3 +184,19 @@ UNSCALED = "pixels"
 SCALED = "pixels / 255.0"
 TRACED = "@tf.function"
 EAGER = ""
+
+# Transfer learning: the head trained on a frozen base, then everything fine-tuned after a second
+# compile with a lower learning rate (issue 42, item 3). `{recompile}` False: its twin, one compile.
+FINE_TUNE = PRELUDE + """
+base = keras.Sequential([keras.Input((64,)), keras.layers.Dense(32, activation="relu", name="base_dense")],
+                        name="base")
+model = keras.Sequential([base, keras.layers.Dense(10, activation="softmax", name="head")], name="transfer")
+base.trainable = False
+model.compile(optimizer=keras.optimizers.Adam(1e-2), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+model.fit(x / 16.0, y, epochs=2, batch_size=32, verbose=0)
+if {recompile}:
+    base.trainable = True
+    model.compile(optimizer=keras.optimizers.Adam(1e-4), loss="sparse_categorical_crossentropy",
+                  metrics=["accuracy"])
+model.fit(x / 16.0, y, epochs=2, batch_size=32, verbose=0)
+"""

@@ -28,6 +28,7 @@ import dataclasses
 
 import keras
 
+from tfguard.attach.phases import ModelPhases
 from tfguard.diagnose import Diagnosis
 from tfguard.errors import TfguardError
 from tfguard.firewall import GuardConfig, instrumentation_of, release
@@ -52,6 +53,8 @@ class FitRecord:
         notes: remarks (a callback that could not be added, ...).
         kind: `"fit"`, or `"loop"` for a hand-written loop's run (`tfguard.attach.loops`),
             `"outside-fit"` for updates the firewall rejected outside any recorded run.
+        phase: the training phase of the run the call belongs to (`tfguard.attach.phases`:
+            one per `compile` of the model between its fits).
     """
 
     run: str
@@ -64,6 +67,7 @@ class FitRecord:
     error: str | None = None
     notes: list = dataclasses.field(default_factory=list)
     kind: str = "fit"
+    phase: int = 1
 
 
 @dataclasses.dataclass
@@ -78,6 +82,7 @@ class ModelState:
     run_dir: str | None = None
     live: object = None  # the session's LiveDiagnosis of this model, kept across its fits
     logger: object = None  # the session's Logger of this model, kept across its fits
+    phases: ModelPhases = dataclasses.field(default_factory=ModelPhases)  # one per compile between its fits
 
 
 def take_model(model, record: FitRecord, *, guard: bool, policy: str, forward: str,

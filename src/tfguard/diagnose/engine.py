@@ -61,6 +61,9 @@ class Diagnosis:
         signals: the signals diagnosed (for plots; not serialized).
         status: how the run ended (`run_status`): completed, failed, out of
             memory, aborted, or no evidence at all.
+        phases: the run's training phases when a model was compiled again between its
+            fits (`Signals.phases`): each one's `phase`, `first_step`, `optimizer`,
+            `learning_rate`, `trainable_variables`, `trainable_parameters`; `[]` for a run of one phase.
     """
 
     run: str
@@ -74,6 +77,7 @@ class Diagnosis:
     signals: Signals | None = dataclasses.field(default=None, repr=False, compare=False)
     status: dict = dataclasses.field(default_factory=lambda: {"state": "completed",
                                                               "text": "training completed"})
+    phases: list = dataclasses.field(default_factory=list)
 
     @property
     def healthy(self) -> bool:
@@ -225,6 +229,7 @@ def diagnose(
         run=signals.run, findings=by_cause(findings), rules_run=run, rules_skipped=skipped,
         hparams=dict(signals.hparams), metrics=metric_summary(signals), source=signals.source,
         notes=list(signals.notes), signals=signals, status=run_status(signals, run, skipped, th),
+        phases=signals.phases(),
     )
 
 
