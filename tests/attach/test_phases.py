@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 from rich.console import Console
 
@@ -45,7 +46,7 @@ def test_fine_tuning_after_a_second_compile_is_two_phases_of_one_run(tmp_path):
     render_terminal([offline], console)
     assert "phase 1 from step 1: Adam, learning rate 0.01, 2 trainable variables (330 parameters)" in \
         console.export_text()
-    report = json.loads(open(result.report_path, encoding="utf-8").read())
+    report = json.loads(Path(result.report_path).read_text(encoding="utf-8"))
     assert [f["phase"] for f in report["fits"]] == [1, 2] and len(report["runs"][-1]["phases"]) == 2
 
 
