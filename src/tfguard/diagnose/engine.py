@@ -27,6 +27,7 @@ import numpy as np
 from tfguard import tags
 from tfguard.diagnose.causes import INVARIANTS, by_cause
 from tfguard.diagnose.finding import Finding, severity_rank
+from tfguard.diagnose.inputs.phases import run_phases
 from tfguard.diagnose.inputs.signals import MissingSignals, Signals, death_point
 from tfguard.diagnose.rules import RULES, Rule
 from tfguard.diagnose.rules.base import own_losses
@@ -62,7 +63,7 @@ class Diagnosis:
         status: how the run ended (`run_status`): completed, failed, out of
             memory, aborted, or no evidence at all.
         phases: the run's training phases when a model was compiled again between its
-            fits (`Signals.phases`): each one's `phase`, `first_step`, `optimizer`,
+            fits (`config/phases`): each one's `phase`, `first_step`, `optimizer`,
             `learning_rate`, `trainable_variables`, `trainable_parameters`; `[]` for a run of one phase.
     """
 
@@ -229,7 +230,7 @@ def diagnose(
         run=signals.run, findings=by_cause(findings), rules_run=run, rules_skipped=skipped,
         hparams=dict(signals.hparams), metrics=metric_summary(signals), source=signals.source,
         notes=list(signals.notes), signals=signals, status=run_status(signals, run, skipped, th),
-        phases=signals.phases(),
+        phases=run_phases(signals.texts),
     )
 
 

@@ -20,7 +20,6 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import json
 import re
 from collections.abc import Iterable, Mapping
 
@@ -370,26 +369,6 @@ class Signals:
             if layer.get("class") in NORMALIZING_LAYERS:
                 return str(layer.get("name"))
         return None
-
-    def phases(self) -> list[dict]:
-        """The run's training phases (`config/phases`, its last value): a model compiled again between
-        its fits (fine-tuning after transfer learning) trains in one phase per compile; `[]` for one phase.
-
-        Example:
-
-        >>> import json
-        >>> s = Signals(texts={"config/phases": [(31, json.dumps([{"phase": 1}, {"phase": 2}]))]})
-        >>> [p["phase"] for p in s.phases()]
-        [1, 2]
-        """
-        texts = self.texts.get(tags.CONFIG_PHASES, [])
-        if not texts:
-            return []
-        try:
-            found = json.loads(texts[-1][1])
-        except (TypeError, ValueError):
-            return []
-        return [dict(p) for p in found if isinstance(p, dict)] if isinstance(found, list) else []
 
     def output_layer(self) -> str | None:
         """The name of the model's last layer, from the model description."""
