@@ -153,3 +153,28 @@ def test_nothing_of_the_loop_recorder_stays_once_the_session_closes():
     assert keras.losses.Loss.__call__ is plain_call and keras.metrics.Mean.update_state is plain_update
     assert "__init_subclass__" not in vars(keras.metrics.Metric)
     assert not [op for op in graph.get_operations() if op.type in ("EagerPyFunc", "If", "StatelessIf")]
+
+
+def test_a_step_compiled_with_xla_runs_as_it_would_and_its_run_says_why_it_has_no_signals(tmp_path):
+    # a py_function does not compile with XLA (Keras compiles train_on_batch with it on a GPU):
+    # the recorder lets such an update through, gated, and the run says so
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2, activation="relu", name="hidden"),
+                              keras.layers.Dense(1, name="out")], name="xla_net")
+    optimizer, loss_fn = keras.optimizers.SGD(0.1), keras.losses.MeanSquaredError()
+
+    @tf.function(jit_compile=True)
+    def train_step(x, y):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x, training=True))
+        optimizer.apply(tape.gradient(loss, model.trainable_variables), model.trainable_variables)
+        return loss
+
+    x, y = np.ones((8, 3), "float32"), np.ones((8, 1), "float32")
+    with attached(logdir=tmp_path / "runs") as session:
+        losses = [float(train_step(x, y)) for _ in range(3)]
+    (record,) = session.fits
+    assert record.run == "xla_net-loop" and int(optimizer.iterations.numpy()) == 3
+    assert losses[2] < losses[0]
+    assert any("compiled with XLA" in note for note in record.notes)
+    assert "batch/loss" not in record.diagnosis.signals.scalars
