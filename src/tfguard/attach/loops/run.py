@@ -84,6 +84,7 @@ class LoopRun:
         self.every = int(every)
         self.optimizers: list = []
         self._variables: dict[int, object] = {}
+        self._trains: dict[int, list] = {}  # id(optimizer) -> the models it trains
         self.labels: dict[int, str] = {}  # id(optimizer) -> its name in tags
         self.models: list = []
         self.description: dict | None = None
@@ -114,6 +115,7 @@ class LoopRun:
         if all(o is not optimizer for o in self.optimizers):
             self.optimizers.append(optimizer)
             self.labels[id(optimizer)] = label
+            self._trains[id(optimizer)] = list(models)
             with tf.init_scope():  # the rate as it is, also while a function traces
                 rates = [learning_rate(o) for o in self.optimizers]
             self.config["optimizers"] = ", ".join(
@@ -130,7 +132,12 @@ class LoopRun:
             self._variables.setdefault(id(variable), variable)
 
     def variables(self) -> list:
+        """Every variable the run's models hold or its updates wrote."""
         return list(self._variables.values())
+
+    def models_of(self, optimizer) -> list:
+        """The models `optimizer` trains."""
+        return self._trains.get(id(optimizer), [])
 
     @property
     def naming(self):

@@ -19,8 +19,8 @@ Example:
 >>> with taps.recording(tape):
 ...     _ = model(np.ones((4, 3), "float32"))
 >>> outputs, inputs = tape.take()
->>> [layer.name for layer, _ in outputs], [tuple(x.shape) for x in inputs]
-(['d', 'm'], [(4, 3)])
+>>> [layer.name for layer, _ in outputs], [(m.name, tuple(x.shape)) for m, x in inputs]
+(['d', 'm'], [('m', (4, 3))])
 >>> taps.uninstall(added)
 """
 
@@ -44,10 +44,10 @@ class LoopTape(taps.Tape):
         self._latest.pop(id(layer), None)
         self._latest[id(layer)] = (layer, outputs)
         if args and layer in self.models and id(layer) not in self._inputs:
-            self._inputs[id(layer)] = args[0]
+            self._inputs[id(layer)] = (layer, args[0])
 
     def take(self) -> tuple[list, list]:
-        """`([(layer, output)], [model input])` since the last take, in call order; both start again."""
+        """`([(layer, output)], [(model, its first input)])` since the last take, in call order; both start again."""
         outputs, inputs = list(self._latest.values()), list(self._inputs.values())
         self._latest, self._inputs = {}, {}
         return outputs, inputs

@@ -95,12 +95,17 @@ def _vector(groups: list[Group]) -> tuple[list, tf.Tensor]:
     return keys, (probes.signals_of(groups) if groups else tf.zeros([0]))
 
 
-def _batch(window, observations, tape_inputs):
-    """The batch whose scale `data/input_*` measures, and the targets of the first loss (or `None`s)."""
+def _batch(window, observations, tape_inputs, trained):
+    """The batch whose scale `data/input_*` measures, and the targets of the first loss (or `None`s).
+
+    Eagerly, the first input of a model this update trains (a GAN's discriminator, not its
+    generator's noise), else of any model of the run.
+    """
     targets = next((seen.y_true for seen in observations if seen.kind == "loss" and seen.y_true is not None), None)
     targets = float_leaves(targets)[0] if float_leaves(targets) else targets
     if window.eager:
-        return (tape_inputs[0] if tape_inputs else None), targets
+        own = [x for model, x in tape_inputs if any(model is m for m in trained)]
+        return (own or [x for _, x in tape_inputs] or [None])[0], targets
     if window.batch_taken:
         return None, targets
     window.batch_taken = True
@@ -157,7 +162,7 @@ def record_update(run, window, optimizer, gradients, variables, apply, observati
         if _read(own, eager) == own_before:
             run.receive(_read(counter, eager), False, [], [], optimizer)
         return result
-    x, y = _batch(window, observations, inputs)
+    x, y = _batch(window, observations, inputs, run.models_of(optimizer))
     named = _first_of_each(_activations(run, window, outputs))
     context = FirewallContext(None, record_flag=due if not eager else tf.constant(due), weights=True,
                               hold_bytes=HOLD_BYTES)
