@@ -99,7 +99,6 @@ from tfguard.summary import lifecycle, runinfo
 from tfguard.summary.keras_args import KerasArguments
 from tfguard.summary.keras_writes import weight_values
 from tfguard.summary.logger_options import (
-    HISTOGRAM_KINDS,
     check_callables,
     check_every,
     histogram_kinds,
@@ -406,4 +405,4 @@ class Logger(RunStart, StepListener, RunEnd, keras.callbacks.Callback):
         self._queue.emit(self._writer, self.active)
 
 
-__all__ = ["HISTOGRAM_KINDS", "Logger"]
+__all__ = ["Logger"]
