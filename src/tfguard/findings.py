@@ -55,6 +55,23 @@ SYMPTOMS: dict[str, str] = {
     "batch_dependence": "an example's output at inference changes with the other examples of its batch",
     "training_mode_leak": "inference runs in training mode: Dropout fires or BatchNormalization uses batch statistics in predict/evaluate",
     "collapsed_output": "an output or embedding is the same for every input",
+    "bad_record": "records of the data are bad: the firewall rejected their batches at its data check",
+}
+
+#: The fix for a violation, by the firewall's check stage that failed first (a data check's is in
+#: the data; the others', in the model or the optimizer). The firewall's messages and the
+#: diagnosis of a guarded run use the same words.
+STAGE_FIXES: dict[str, str] = {
+    "data": "find the record in your data and drop or impute it (e.g. `np.isfinite(x).all(axis=1)` "
+            "finds rows with NaN/Inf; a fingerprint the firewall names is the same example in every "
+            "batch it comes back in), or fix the step that produces it upstream",
+    "forward": "lower the learning rate, clip the logits before softmax/exp, or use stable ops "
+               "(tf.math.divide_no_nan, tf.nn.log_softmax, keras.ops.softmax)",
+    "loss": "check the loss inputs: log(0) from probabilities of exactly 0 (use from_logits=True), "
+            "or a learning rate that made the outputs overflow",
+    "gradients": "lower the learning rate, or clip gradients (e.g. optimizer clipnorm=1.0)",
+    "update": "lower the learning rate (the update itself overflowed), or clip gradients "
+              "(e.g. optimizer clipnorm=1.0)",
 }
 
 #: Severities, from the mildest to the worst.

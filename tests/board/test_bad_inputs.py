@@ -73,7 +73,7 @@ def test_bad_report_files_are_listed_with_why_and_the_runs_are_shown(tmp_path):
     status, body = _answer(tmp_path)
     assert status == 200, body[:500]
     doc = json.loads(body)
-    assert {r["run"]: r["kind"] for r in doc["runs"]} == {"healthy": "healthy", "diverged": "error"}
+    assert {r["run"]: r["kind"] for r in doc["runs"]} == {"healthy": "little_evidence", "diverged": "error"}
     reports = {r["report"]: r for r in doc["trials"]}
     top = reports["report.json"]
     assert top["error"] is None and top["runs"] == [] and top["trials"][0]["finding"] == "nonfinite"
@@ -133,7 +133,7 @@ def test_a_run_whose_diagnosis_raises_is_shown_unreadable_and_the_others_are_sho
     status, body = _answer(tmp_path)
     assert status == 200, body[:500]
     runs = {r["run"]: r for r in json.loads(body)["runs"]}
-    assert runs["healthy"]["kind"] == "healthy"
+    assert runs["healthy"]["kind"] == "little_evidence"  # two signals: never called healthy
     broken = runs["broken"]
     assert broken["kind"] == "unreadable" and broken["healthy"] is False
     assert "IndexError: index 3 is out of bounds" in broken["headline"]

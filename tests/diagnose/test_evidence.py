@@ -234,7 +234,7 @@ def test_labels_zero_one_two_under_a_binary_loss_are_three_classes():
 
 
 def test_a_rejected_update_of_train_on_batch_is_a_finding(tmp_path):
-    program = U.UserProgram("train_on_batch_nan", "nonfinite", """
+    program = U.UserProgram("train_on_batch_nan", "bad_record", """
         import tfguard
         rng = np.random.default_rng(0)
         x = rng.normal(size=(256, 10)).astype("float32")
@@ -251,8 +251,11 @@ def test_a_rejected_update_of_train_on_batch_is_a_finding(tmp_path):
     result = U.run(program, tmp_path)
     assert result.exit_code == 0, result.traceback
     (d,) = result.diagnoses
-    assert d.run.endswith("-outside-fit") and d.ids == ["nonfinite"]
+    assert d.run.endswith("-outside-fit") and d.ids == ["bad_record"]  # the NaN row is the data's
     assert d.findings[0].severity == "warning" and d.findings[0].evidence["guard_events"] == 2
+    # the same row in both passes; outside fit there are no epochs: the batches it was in
+    assert d.findings[0].evidence["came_back_in"] == [0, 8]
+    assert "came back in batches 0, 8" in d.findings[0].message
 
 
 # -- item 5: severity that matches harm ----------------------------------------------------------------

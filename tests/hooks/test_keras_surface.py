@@ -186,6 +186,7 @@ def test_canary_inbound_nodes():
         assert keras_compat.keras_history(into_last).operation is drop
         (into_drop,) = keras_compat.producer_inputs(into_last)
         assert keras_compat.keras_history(into_drop).operation is first
+        assert keras_compat.call_outputs(drop, into_drop) == [into_last]
 
 
 def test_canary_outbound_nodes():

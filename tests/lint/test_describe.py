@@ -24,6 +24,7 @@ def test_compiled_sequential_round_trips_as_json(seq):
         "name": "sparse_categorical_crossentropy",
         "class": "SparseCategoricalCrossentropy",
         "from_logits": True,
+        "kind": "sparse_categorical",
     }
     assert d["optimizer"]["class"] == "Adam"
     assert abs(d["optimizer"]["learning_rate"] - 0.1) < 1e-6
@@ -41,7 +42,7 @@ def test_uncompiled_functional_has_none_fields():
     d = describe_model(keras.Model(inp, out, name="cnn"))
     assert d["name"] == "cnn" and d["class"] == "Functional"
     assert d["input_shape"] == [None, 28, 28, 1]
-    assert d["loss"] == {"name": None, "class": None, "from_logits": None}
+    assert d["loss"] == {"name": None, "class": None, "from_logits": None, "kind": "none"}
     assert d["optimizer"] == {"class": None, "learning_rate": None, "momentum": None}
     assert d["layers"][0] == {
         "name": d["layers"][0]["name"],

@@ -83,13 +83,24 @@ def test_custom_losses_are_unknown():
     assert resolve_loss("no_such_loss").kind == "unknown"
 
 
-def test_ignore_class_and_probabilities():
+def test_ignore_class_and_from_logits():
     info = resolve_loss(keras.losses.SparseCategoricalCrossentropy(ignore_class=-1))
-    assert info.ignore_class == -1
-    assert info.reads_probabilities
-    assert not resolve_loss(keras.losses.BinaryCrossentropy(from_logits=True)).reads_probabilities
-    assert resolve_loss("kld").reads_probabilities
-    assert not resolve_loss("mse").reads_probabilities
+    assert (info.ignore_class, info.from_logits) == (-1, False)
+    assert resolve_loss(keras.losses.BinaryCrossentropy(from_logits=True)).from_logits is True
+    assert (resolve_loss("kld").kind, resolve_loss("kld").from_logits) == ("divergence", None)
+    assert resolve_loss("categorical_hinge").kind == "categorical_hinge"
+
+
+def test_a_function_of_the_users_named_like_an_alias_is_not_judged():
+    def ce(y_true, y_pred):  # may well read logits
+        return keras.losses.categorical_crossentropy(y_true, y_pred, from_logits=True)
+
+    def mse(y_true, y_pred):
+        return keras.ops.mean((y_true - y_pred) ** 2)
+
+    assert [(resolve_loss(f).name, resolve_loss(f).kind) for f in (ce, mse)] == [
+        ("ce", "unknown"), ("mse", "unknown")]
+    assert resolve_loss("ce").kind == "auto_crossentropy"  # the string is Keras's own
 
 
 def test_none_and_bad_values():

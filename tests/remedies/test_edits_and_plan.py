@@ -75,7 +75,13 @@ def test_optimizer_and_loss_edits_say_what_they_changed():
         edits.set_clipnorm(keras.optimizers.Adam(global_clipnorm=1.0))
     with pytest.raises(NotApplicable, match="already takes logits"):
         edits.logits_loss(keras.losses.CategoricalCrossentropy(from_logits=True))
-    assert edits.loss_kind(keras.losses.sparse_categorical_crossentropy) == ("sparse_ce", False)
+    assert edits.crossentropy(keras.losses.sparse_categorical_crossentropy).kind == "sparse_categorical"
+    with pytest.raises(NotApplicable, match="not a cross-entropy"):
+        edits.crossentropy("mse")
+    # a Loss object keeps the rest of its configuration
+    loss, text = edits.logits_loss(keras.losses.SparseCategoricalCrossentropy(ignore_class=-1))
+    assert (loss.get_config()["from_logits"], loss.get_config()["ignore_class"]) == (True, -1)
+    assert text == "SparseCategoricalCrossentropy(from_logits=True)"
 
 
 def test_plan_tries_root_causes_once_each_and_skips_what_their_remedy_covers():

@@ -14,7 +14,7 @@ Example:
 >>> d = diagnose(Signals.from_arrays({"train/loss": (None, [1.0, float("nan")])}, run="a"))
 >>> view = run_view(d)
 >>> view["run"], view["kind"], view["symptoms"][0]["id"]
-('a', 'little_evidence', 'nonfinite')
+('a', 'error', 'nonfinite')
 """
 
 from __future__ import annotations
@@ -41,7 +41,9 @@ def headline(d: Diagnosis) -> tuple[str, str]:
 
     `kind` is `healthy`, a severity (`error`, `warning`, `info`) or a state
     that is not `completed` (`failed`, `out_of_memory`, `aborted`,
-    `no_evidence`, `little_evidence`).
+    `no_evidence`, `little_evidence`). A run of little evidence with an
+    error or a warning is of that severity: what was found outranks what
+    could not be looked at.
 
     Example:
 
@@ -50,6 +52,9 @@ def headline(d: Diagnosis) -> tuple[str, str]:
     ('healthy', 'healthy: no symptom found')
     """
     state = d.status.get("state", "completed")
+    if state == "little_evidence" and d.worst in ("error", "warning"):
+        # what was found outranks what could not be looked at
+        return d.worst, f"{count_text(d.findings).plain}; {d.status.get('text', state)}"
     if state != "completed":
         return state, str(d.status.get("text", state))
     if d.worst is None:

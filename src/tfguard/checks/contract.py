@@ -37,6 +37,7 @@ from tfguard.checks.shapes import Shapes, Spec
 from tfguard.checks.values import finite, in_range
 from tfguard.checks.verdict import graph_asserts, raise_if_failed
 from tfguard.errors import ContractError
+from tfguard.losses import keras_function, kind_of
 
 ROLES = ("x", "y", "sample_weight")
 
@@ -287,10 +288,10 @@ def output_units(model: keras.Model) -> int | None:
 def infer_contract(model: keras.Model) -> Contract:
     """The data contract implied by the compiled model (what `tfguard.guard(model, data="infer")` checks).
 
-    Inputs must be finite; sample weights finite and >= 0; targets by loss:
-    sparse categorical crossentropy → class ids in `[0, units)`; categorical
-    crossentropy → probability rows; binary crossentropy → values in [0, 1];
-    anything else → finite.
+    Inputs must be finite; sample weights finite and >= 0; targets by the
+    loss's kind (`tfguard.losses.kind_of`): sparse categorical crossentropy →
+    class ids in `[0, units)`; categorical (focal) crossentropy → probability
+    rows; binary (focal) crossentropy → values in [0, 1]; anything else → finite.
 
     Example:
 
@@ -301,14 +302,18 @@ def infer_contract(model: keras.Model) -> Contract:
     Contract(x=[Finite()], y=[Finite(), Labels()], sample_weight=[Finite(), in_range(0, None)])
     """
     loss = getattr(model, "loss", None)
-    name = _loss_name(loss).lower() if loss is not None else ""
+    if loss is None or isinstance(loss, str):
+        kind = kind_of(loss)
+    else:  # an object or function is Keras's only by its function's own name
+        known = keras_function(_loss_name(loss))
+        kind = known.kind if known is not None else "unknown"
     y_checks: list = [finite()]
     units = output_units(model)
-    if "sparse_categorical" in name:
+    if kind == "sparse_categorical":
         y_checks.append(labels(int(units)) if units else in_range(0, None))
-    elif "categorical_crossentropy" in name or "categoricalcrossentropy" in name:
+    elif kind == "categorical":
         y_checks.append(probabilities())
-    elif "binary" in name and "crossentropy" in name:
+    elif kind == "binary":
         y_checks.append(in_range(0, 1))
     return Contract(
         x=[finite()],

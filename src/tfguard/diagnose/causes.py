@@ -46,7 +46,7 @@ STATE_INVARIANTS = ("untrained_variable", "collapsed_output")
 INVARIANTS = PROGRAM_INVARIANTS + STATE_INVARIANTS
 
 #: Program, data and configuration problems, in the order they are listed (first: most fundamental).
-CAUSES = (*PROGRAM_INVARIANTS, "label_range", "loss_activation_mismatch", "unnormalized_input", "initialization",
+CAUSES = (*PROGRAM_INVARIANTS, "bad_record", "label_range", "loss_activation_mismatch", "unnormalized_input", "initialization",
           "learning_rate", "pipeline_order", "python_in_pipeline", *STATE_INVARIANTS)
 
 #: What each cause can produce.
@@ -57,6 +57,8 @@ EXPLAINS = {
     "batch_dependence": {"oscillating_loss", "slow_convergence", "no_learning", "overfitting"},
     "training_mode_leak": {"overfitting", "oscillating_loss"},
     "collapsed_output": {"no_learning", "slow_convergence"},
+    "bad_record": {"nonfinite", "exploding_gradient", "oscillating_loss", "no_learning", "slow_convergence",
+                   "unnormalized_input", "collapsed_output"},
     "label_range": {"nonfinite", "no_learning", "slow_convergence", "oscillating_loss",
                     "exploding_gradient", "collapsed_output"},
     "loss_activation_mismatch": {"nonfinite", "no_learning", "slow_convergence", "dead_relu",
@@ -116,6 +118,8 @@ def because(cause: Finding) -> str:
         if isinstance(rate, (int, float)) and rate == rate:
             return f"{what} is {fmt(rate)}"
         return f"{what} is far too {'low' if e.get('direction') == 'low' else 'high'}"
+    if cause.id == "bad_record":
+        return f"records of the data ('{cause.where}') are bad" if cause.where else "records of the data are bad"
     if cause.id == "label_range":
         if "label_min" in e and "label_max" in e:
             return f"labels span [{fmt(e['label_min'])}, {fmt(e['label_max'])}]"

@@ -26,14 +26,13 @@ import numpy as np
 
 from tfguard import tags
 from tfguard.diagnose.causes import INVARIANTS, by_cause
-from tfguard.diagnose.finding import Finding, severity_rank
 from tfguard.diagnose.inputs.phases import run_phases
 from tfguard.diagnose.inputs.signals import MissingSignals, Signals, death_point
 from tfguard.diagnose.rules import RULES, Rule
 from tfguard.diagnose.rules.base import own_losses
 from tfguard.diagnose.thresholds import Thresholds
 from tfguard.errors import ContractError
-from tfguard.findings import describe_failure
+from tfguard.findings import Finding, describe_failure, severity_rank
 
 _LOWER_IS_BETTER = ("loss", "error", "mse", "mae", "mape", "msle", "crossentropy", "hinge",
                     "divergence", "poisson", "cosh")

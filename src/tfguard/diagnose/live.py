@@ -38,11 +38,10 @@ import keras
 
 from tfguard import tags
 from tfguard.diagnose.engine import Diagnosis, diagnose
-from tfguard.diagnose.finding import Finding, severity_rank
 from tfguard.diagnose.inputs.recorder import SignalRecorder
 from tfguard.diagnose.rules import Rule
 from tfguard.diagnose.thresholds import Thresholds
-from tfguard.findings import strict_json
+from tfguard.findings import Finding, severity_rank, strict_json
 from tfguard.firewall import instrument as instrument_model
 from tfguard.invariants import watch as invariant_watch
 from tfguard.lint.describe import applying_optimizer, describe_model, describe_optimizer

@@ -34,6 +34,7 @@ import numpy as np
 
 from tfguard.checks import hint_for
 from tfguard.errors import GuardViolation
+from tfguard.findings import STAGE_FIXES
 from tfguard.firewall.checkpoints import CHECKPOINTS
 from tfguard.forensics.examples import (
     Recurrences,
@@ -46,15 +47,6 @@ from tfguard.forensics.quarantine import save_quarantine, store_replay
 from tfguard.forensics.replay import replay
 from tfguard.hooks import keras_compat
 
-HINTS = {
-    "forward": "lower the learning rate, clip the logits before softmax/exp, or use stable ops "
-    "(tf.math.divide_no_nan, tf.nn.log_softmax, keras.ops.softmax)",
-    "loss": "check the loss inputs: log(0) from probabilities of exactly 0 (use from_logits=True), "
-    "or a learning rate that made the outputs overflow",
-    "gradients": "lower the learning rate, or clip gradients (e.g. optimizer clipnorm=1.0)",
-    "update": "lower the learning rate (the update itself overflowed), or clip gradients "
-    "(e.g. optimizer clipnorm=1.0)",
-}
 ACTIONS = {"raise": "raised", "skip": "skipped", "warn": "warned"}
 
 
@@ -243,7 +235,7 @@ class Violation:
     # -- the policy --------------------------------------------------------------------
     def _act(self, event: GuardEvent, first, counts: dict) -> None:
         inst, config = self.inst, self.inst.guard
-        hint = hint_for(first.check) if first.checkpoint == "data" else HINTS[first.checkpoint]
+        hint = hint_for(first.check) if first.checkpoint == "data" else STAGE_FIXES[first.checkpoint]
         stopped = None
         if config.policy == "raise":
             stopped = event.message
@@ -292,4 +284,4 @@ class Violation:
         return counts, detail, rows
 
 
-__all__ = ["ACTIONS", "HINTS", "Counters", "GuardEvent", "GuardWarning", "Violation", "describe_position"]
+__all__ = ["ACTIONS", "Counters", "GuardEvent", "GuardWarning", "Violation", "describe_position"]

@@ -28,7 +28,7 @@ this module, `tf_compat` (TensorFlow's) and the keras#20585 workaround:
   class passes to its function (`LossFunctionWrapper._fn_kwargs`:
   `from_logits`, `ignore_class`, ...);
 * `keras_history(tensor)`, `producer_inputs(tensor)`,
-  `consumers(layer)`: the functional graph of a model
+  `consumers(layer)`, `call_outputs(layer, tensor)`: the functional graph of a model
   (`KerasTensor._keras_history`, `Operation._inbound_nodes`,
   `Operation._outbound_nodes`);
 * `build_shapes(model)`: the input shapes a subclassed model was built
@@ -211,6 +211,17 @@ def producer_inputs(tensor) -> list:
     return list(history.operation._inbound_nodes[history.node_index].input_tensors)
 
 
+def call_outputs(layer, tensor) -> list:
+    """The symbolic tensors `layer`'s call on `tensor` returned in a functional graph (`Operation._inbound_nodes`)."""
+    found = []
+    for node in getattr(layer, "_inbound_nodes", None) or []:
+        inputs = keras.tree.flatten(getattr(node, "input_tensors", None) or [])
+        if any(t is tensor for t in inputs):
+            found.extend(t for t in keras.tree.flatten(getattr(node, "output_tensors", None) or [])
+                         if t is not None)
+    return found
+
+
 def consumers(layer) -> list:
     """The operations (layers, models) that take `layer`'s outputs in the functional graphs it was called in."""
     return [node.operation for node in getattr(layer, "_outbound_nodes", [])]
@@ -345,7 +356,7 @@ def optimizers_of(model: keras.Model) -> list:
 
 
 __all__ = ["NEUTRAL_WRITES", "OPTIMIZER_CLASS", "KerasSurfaceWarning", "build_before_trace", "build_optimizer", "build_shapes",
-           "call_has_training_arg", "clip_gradients", "compute_loss", "consumers", "global_seed_generator",
+           "call_has_training_arg", "call_outputs", "clip_gradients", "compute_loss", "consumers", "global_seed_generator",
            "keras_history", "keras_home",
            "loss_function_kwargs", "nested_layers", "neutral_apply",
            "neutral_writes", "optimizer_variables", "optimizers_of", "producer_inputs", "sequential_graph", "surface_changed", "unpack"]

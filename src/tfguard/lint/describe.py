@@ -8,7 +8,7 @@ models, compiled or not; a field that cannot be read is `None`.
 Shape of the result::
 
     {"name", "class", "input_shape", "output_units", "output_activation",
-     "loss": {"name", "class", "from_logits"},
+     "loss": {"name", "class", "from_logits", "kind"},
      "optimizer": {"class", "learning_rate", "momentum"},
      "layers": [{"name", "class", "activation", "units", "params", "initializer"}],
      "inputs": [{"name", "dtype", "consumers": [{"name", "class"}], "use"}]}
@@ -24,8 +24,15 @@ no consumers.
 `"probe"`, `"last_layer"` or `None`, see `tfguard.lint.heads`).
 `layers` lists the leaf layers (nested models are walked), in the order the
 model tracks them. A model with several outputs also gets `"outputs"`, one
-`{"name", "units", "activation", "loss"}` per output; the top-level fields
-then describe the first output.
+`{"name", "units", "activation", "activation_source", "loss"}` per output;
+the top-level fields then describe the first output.
+
+The loss's `name` is the canonical Keras function name
+(`"sparse_categorical_crossentropy"`, whatever spelling or object was
+compiled), or a custom loss's own name; its `kind` is one of
+`tfguard.losses.KINDS`, so the diagnosis judges the output with the same
+rule table as `tfguard lint` (`tfguard.losses.described_loss` also reads
+descriptions written before `kind` was recorded).
 
 Example:
 
@@ -41,6 +48,7 @@ from __future__ import annotations
 
 import keras
 
+from tfguard.hooks import keras_compat
 from tfguard.hooks.keras_compat import optimizers_of
 from tfguard.lint.heads import input_shapes, layer_activation, output_heads
 from tfguard.lint.lookup import input_uses
@@ -221,17 +229,6 @@ def _passes_through(layer) -> bool:
     return isinstance(layer, keras.Model) and bool(inner) and all(_passes_through(sub) for sub in inner)
 
 
-def _outputs_of_call(layer, tensor) -> list:
-    """The KerasTensors the layer's call on `tensor` returned (its node in the model's graph)."""
-    found = []
-    for node in getattr(layer, "_inbound_nodes", None) or []:
-        inputs = keras.tree.flatten(getattr(node, "input_tensors", None) or [])
-        if any(t is tensor for t in inputs):
-            found.extend(t for t in keras.tree.flatten(getattr(node, "output_tensors", None) or [])
-                         if t is not None)
-    return found
-
-
 def _consumers(tensor, layers: list, depth: int = 0) -> list[dict]:
     """The layers that first compute with `tensor`, through pass-through layers (`PASS_THROUGH`,
     or a nested model made of them only: an augmentation `Sequential`)."""
@@ -240,7 +237,7 @@ def _consumers(tensor, layers: list, depth: int = 0) -> list[dict]:
         if not any(t is tensor for t in _flat_inputs(layer)):
             continue
         if _passes_through(layer) and depth < 32:
-            deeper = [c for out in _outputs_of_call(layer, tensor) for c in _consumers(out, layers, depth + 1)]
+            deeper = [c for out in keras_compat.call_outputs(layer, tensor) for c in _consumers(out, layers, depth + 1)]
             if deeper:
                 found.extend(deeper)
                 continue
@@ -327,7 +324,7 @@ def describe_model(model) -> dict:
     >>> import json, keras
     >>> model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
     >>> json.loads(json.dumps(describe_model(model)))["loss"]
-    {'name': None, 'class': None, 'from_logits': None}
+    {'name': None, 'class': None, 'from_logits': None, 'kind': 'none'}
 
     Args:
         model: a Keras model (Sequential, functional or subclassed).
@@ -369,6 +366,7 @@ def describe_model(model) -> dict:
                 "name": h.name,
                 "units": h.units,
                 "activation": h.activation,
+                "activation_source": h.source,
                 "loss": info.to_dict(),
             }
             for h, info in zip(heads, losses)

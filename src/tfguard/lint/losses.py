@@ -8,18 +8,8 @@ all of them into one record: the canonical function name, the class, whether
 it reads logits (`from_logits`) and its *kind*, which is what the lint rules
 compare with the output activation.
 
-Kinds:
-
-- `"categorical"`: categorical (focal) crossentropy, one-hot labels.
-- `"sparse_categorical"`: sparse categorical crossentropy, integer labels.
-- `"binary"`: binary (focal) crossentropy, labels in [0, 1].
-- `"auto_crossentropy"`: the string `"crossentropy"`/`"ce"`, which Keras
-  resolves at fit time from the label and output shapes.
-- `"divergence"`: KL divergence (probability distributions, never logits).
-- `"regression"`: MSE, MAE, MAPE, MSLE, Huber, log-cosh.
-- `"hinge"`: hinge, squared hinge, categorical hinge.
-- `"unknown"`: a custom loss; no rule applies to it.
-- `"none"`: no loss (an uncompiled model).
+The kind is one of `tfguard.losses.KINDS`, the vocabulary the diagnosis reads
+from the model description too.
 
 Example:
 
@@ -40,39 +30,9 @@ from typing import Any
 
 import keras
 
+from tfguard import losses
 from tfguard.errors import ContractError
 from tfguard.hooks import keras_compat
-
-_KINDS = {
-    "categorical_crossentropy": "categorical",
-    "categorical_focal_crossentropy": "categorical",
-    "sparse_categorical_crossentropy": "sparse_categorical",
-    "binary_crossentropy": "binary",
-    "binary_focal_crossentropy": "binary",
-    "kl_divergence": "divergence",
-    "mean_squared_error": "regression",
-    "mean_absolute_error": "regression",
-    "mean_absolute_percentage_error": "regression",
-    "mean_squared_logarithmic_error": "regression",
-    "huber": "regression",
-    "log_cosh": "regression",
-    "hinge": "hinge",
-    "squared_hinge": "hinge",
-    "categorical_hinge": "hinge",
-}
-
-# Raw TensorFlow losses people pass to compile(): always logits.
-_TF_NN_LOSSES = {
-    "softmax_cross_entropy_with_logits": "categorical_crossentropy",
-    "softmax_cross_entropy_with_logits_v2": "categorical_crossentropy",
-    "sparse_softmax_cross_entropy_with_logits": "sparse_categorical_crossentropy",
-    "sparse_softmax_cross_entropy_with_logits_v2": "sparse_categorical_crossentropy",
-    "sigmoid_cross_entropy_with_logits": "binary_crossentropy",
-    "sigmoid_cross_entropy_with_logits_v2": "binary_crossentropy",
-}
-
-#: Kinds whose loss reads probabilities unless `from_logits=True`.
-CROSSENTROPY_KINDS = ("categorical", "sparse_categorical", "binary", "auto_crossentropy")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,7 +46,7 @@ class LossInfo:
             `"function"`, `"str"`), or `None`.
         from_logits: whether the loss applies softmax/sigmoid itself; `None`
             when the loss has no such notion or it cannot be read.
-        kind: one of the kinds in the module docstring.
+        kind: one of `tfguard.losses.KINDS`.
         ignore_class: the label value a sparse loss skips. Defaults to `None`.
     """
 
@@ -96,16 +56,10 @@ class LossInfo:
     kind: str
     ignore_class: int | None = None
 
-    @property
-    def reads_probabilities(self) -> bool:
-        """True for a crossentropy/divergence that expects probabilities."""
-        if self.kind == "divergence":
-            return True
-        return self.kind in CROSSENTROPY_KINDS and self.from_logits is False
-
     def to_dict(self) -> dict:
-        """Returns `{"name", "class", "from_logits"}` as written in a model description."""
-        return {"name": self.name, "class": self.cls, "from_logits": self.from_logits}
+        """Returns `{"name", "class", "from_logits", "kind"}` as written in a model description."""
+        return {"name": self.name, "class": self.cls, "from_logits": self.from_logits,
+                "kind": self.kind}
 
 
 NO_LOSS = LossInfo(name=None, cls=None, from_logits=None, kind="none")
@@ -117,12 +71,12 @@ def _function_info(fn: Any, cls: str) -> LossInfo:
         keywords = {**fn.keywords, **keywords}
         fn = fn.func
     raw_name = getattr(fn, "__name__", None) or type(fn).__name__
-    if raw_name in _TF_NN_LOSSES:
-        name = _TF_NN_LOSSES[raw_name]
-        return LossInfo(name=name, cls=cls, from_logits=True, kind=_KINDS[name])
-    kind = _KINDS.get(raw_name, "unknown")
+    known = losses.keras_function(raw_name)
+    if known is not None and known.logits_only:
+        return LossInfo(name=known.name, cls=cls, from_logits=True, kind=known.kind)
+    kind = known.kind if known is not None else "unknown"
     from_logits = keywords.get("from_logits")
-    if from_logits is None and kind in CROSSENTROPY_KINDS:
+    if from_logits is None and kind in losses.CROSSENTROPY_KINDS:
         try:
             param = inspect.signature(fn).parameters.get("from_logits")
         except (TypeError, ValueError):
@@ -162,7 +116,7 @@ def resolve_loss(loss: Any) -> LossInfo:
             f"or keras.losses.Loss). Received: loss of type {type(loss).__name__}"
         )
     if isinstance(loss, str):
-        if loss.lower() in ("crossentropy", "ce"):
+        if loss.lower() in losses.AUTO_CROSSENTROPY:
             return LossInfo(name=loss, cls="str", from_logits=False, kind="auto_crossentropy")
         try:
             obj = keras.losses.get(loss)

@@ -82,6 +82,7 @@ import tensorflow as tf
 from tfguard.diagnose.rules.optimizer import KERAS_DEFAULT_RATES
 from tfguard.findings import Finding, fmt
 from tfguard.hooks.keras_compat import nested_layers
+from tfguard.losses import resolved_kind
 from tfguard.remedies import edits
 from tfguard.remedies.edits import NotApplicable
 
@@ -199,11 +200,11 @@ def normalization(answers: str = "unnormalized_input") -> Remedy:
 def _accepted_range(model, evidence: dict) -> tuple[float, float]:
     if "accepted_min" in evidence and "accepted_max" in evidence:
         return float(evidence["accepted_min"]), float(evidence["accepted_max"])
-    kind, _ = edits.loss_kind(getattr(model, "loss", None))
     units = getattr(edits.output_layer(model), "units", None)
-    if kind == "sparse_ce" and units:
+    kind = resolved_kind(edits.crossentropy(getattr(model, "loss", None)).kind, units)
+    if kind == "sparse_categorical" and units:
         return 0.0, float(units - 1)
-    if kind in ("bce", "ce"):
+    if kind in ("binary", "categorical"):
         return 0.0, 1.0
     raise NotApplicable("the accepted label range is unknown for this loss")
 
@@ -242,9 +243,8 @@ def matching_output(answers: str = "loss_activation_mismatch", target: tuple | N
         if not state.once("head", id(model)):
             return
         loss = arguments.get("loss")
-        kind, logits = edits.loss_kind(loss)
-        if kind is None:
-            raise NotApplicable(f"the loss {loss!r} is not a cross-entropy")
+        info = edits.crossentropy(loss)
+        logits = info.from_logits is True
         layer = _layer(state, model, target) or edits.output_layer(model)
         act = edits.activation_name(layer)
         units = getattr(layer, "units", None) or getattr(layer, "filters", None)
@@ -252,7 +252,8 @@ def matching_output(answers: str = "loss_activation_mismatch", target: tuple | N
             arguments["loss"], text = edits.logits_loss(loss)
             state.changed(text)
             return
-        wanted = "softmax" if kind in ("sparse_ce", "ce") and (units or 2) > 1 else "sigmoid"
+        multi_class = info.kind in ("sparse_categorical", "categorical", "auto_crossentropy")
+        wanted = "softmax" if multi_class and (units or 2) > 1 else "sigmoid"
         if logits:
             wanted = "linear"
         if act == wanted:

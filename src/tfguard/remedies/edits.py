@@ -30,8 +30,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tfguard.errors import ContractError
 from tfguard.findings import fmt
-from tfguard.hooks import keras_compat
+from tfguard.lint.losses import LossInfo, resolve_loss
+from tfguard.losses import CROSSENTROPY_KINDS, keras_loss
 from tfguard.optimizer_state import learning_rate, learning_rate_is_fixed
 
 SAMPLE_BATCHES = 64  # batches of a tf.data dataset read for statistics or label values
@@ -160,36 +162,33 @@ def reinitialize(layer, kernel_initializer: str, *, zero_bias: bool = True) -> s
     return text + (", bias_initializer='zeros'" if zero_bias else "")
 
 
-def loss_kind(loss) -> tuple[str | None, bool]:
-    """`(kind, from_logits)` of a compile `loss`: kind `"sparse_ce"`, `"ce"`, `"bce"` or `None`.
+def crossentropy(loss) -> LossInfo:
+    """A compile `loss` read by `tfguard.lint.losses.resolve_loss`, when it is one cross-entropy.
 
     Example:
 
     >>> import keras
-    >>> loss_kind("sparse_categorical_crossentropy"), loss_kind(keras.losses.BinaryCrossentropy(from_logits=True))
-    (('sparse_ce', False), ('bce', True))
+    >>> info = crossentropy(keras.losses.BinaryCrossentropy(from_logits=True))
+    >>> info.kind, info.from_logits
+    ('binary', True)
+
+    Raises:
+        NotApplicable: for any other loss, or one loss per output.
     """
-    if isinstance(loss, str):
-        name = loss
-    else:
-        name = getattr(loss, "name", None) or getattr(loss, "__name__", None) or type(loss).__name__
-    name = str(name).lower().replace("_", "")
-    logits = bool(getattr(loss, "from_logits", False) or keras_compat.loss_function_kwargs(loss).get("from_logits"))
-    if "sparsecategoricalcrossentropy" in name:
-        return "sparse_ce", logits
-    if "binarycrossentropy" in name or "binaryfocal" in name:
-        return "bce", logits
-    if "categoricalcrossentropy" in name or "categoricalfocal" in name:
-        return "ce", logits
-    return None, logits
-
-
-_LOSS_CLASSES = {"sparse_ce": "SparseCategoricalCrossentropy", "ce": "CategoricalCrossentropy",
-                 "bce": "BinaryCrossentropy"}
+    try:
+        info = resolve_loss(loss)
+    except ContractError as err:
+        raise NotApplicable(str(err)) from None
+    if info.kind not in CROSSENTROPY_KINDS:
+        raise NotApplicable(f"the loss {loss!r} is not a cross-entropy")
+    return info
 
 
 def logits_loss(loss):
     """The same cross-entropy with `from_logits=True`; returns `(loss, text)`.
+
+    A `keras.losses.Loss` object keeps the rest of its configuration
+    (`ignore_class`, `label_smoothing`, a focal loss's `gamma`).
 
     Example:
 
@@ -197,13 +196,17 @@ def logits_loss(loss):
     >>> loss.from_logits, text
     (True, 'SparseCategoricalCrossentropy(from_logits=True)')
     """
-    kind, logits = loss_kind(loss)
-    if kind is None:
-        raise NotApplicable(f"the loss {loss!r} is not a cross-entropy")
-    if logits:
+    info = crossentropy(loss)
+    if info.from_logits:
         raise NotApplicable("the loss already takes logits")
-    name = _LOSS_CLASSES[kind]
-    return getattr(keras.losses, name)(from_logits=True), f"{name}(from_logits=True)"
+    if isinstance(loss, keras.losses.Loss) and "from_logits" in loss.get_config():
+        name = type(loss).__name__
+        return type(loss).from_config({**loss.get_config(), "from_logits": True}), f"{name}(from_logits=True)"
+    known = keras_loss(info.name)
+    if known is None:  # "crossentropy": Keras picks the cross-entropy from the labels at fit time
+        raise NotApplicable(f"the loss {loss!r} does not say which cross-entropy it is")
+    kwargs = {"ignore_class": info.ignore_class} if info.ignore_class is not None else {}
+    return getattr(keras.losses, known.cls)(from_logits=True, **kwargs), f"{known.cls}(from_logits=True)"
 
 
 def output_layer(model, index: int | None = None):
@@ -346,8 +349,9 @@ def remap_labels(y, source: np.ndarray, target: np.ndarray):
     return mapped.astype(labels.dtype if labels.dtype.kind == "f" or integral else "float32")
 
 
-__all__ = ["SAMPLE_BATCHES", "NotApplicable", "activation_name", "feature_stats", "label_mapping",
+__all__ = ["SAMPLE_BATCHES", "NotApplicable", "activation_name", "crossentropy", "feature_stats",
+           "label_mapping",
            "learning_rate_of",
-           "label_values", "logits_loss", "loss_kind", "optimizer_of", "output_layer",
+           "label_values", "logits_loss", "optimizer_of", "output_layer",
            "reinitialize", "remap_labels", "sample_dataset", "scale_learning_rate", "set_activation", "set_clipnorm",
            "standardize"]

@@ -103,7 +103,6 @@ from tfguard.summary import lifecycle, runinfo
 from tfguard.summary.keras_args import KerasArguments
 from tfguard.summary.keras_writes import weight_values
 from tfguard.summary.logger_options import (
-    HISTOGRAM_KINDS,
     check_callables,
     check_every,
     histogram_kinds,
@@ -428,4 +427,4 @@ class Logger(RunStart, StepListener, RunEnd, keras.callbacks.Callback):
         self._queue.emit(self._writer, self.active)
 
 
-__all__ = ["HISTOGRAM_KINDS", "Logger"]
+__all__ = ["Logger"]

@@ -35,4 +35,4 @@ def test_a_guard_record_of_other_types_is_left_out(tmp_path):
     _run(tmp_path / "run", "guard/records", json.dumps(good))
     [signals] = load_signals(tmp_path)
     assert [(e["step"], e["batch"]) for e in signals.guard_events] == [(4, None), (3, 2)]
-    assert diagnose_logdir(tmp_path)[0].ids[0] == "nonfinite"
+    assert diagnose_logdir(tmp_path)[0].ids[0] == "bad_record"  # a data check's violation is the record's

@@ -290,7 +290,9 @@ def test_overfitting_quiet_on_plateau_and_noise():
     ("softmax", 1, "BinaryCrossentropy", False, "error"),
     ("softmax", 3, "BinaryCrossentropy", False, "warning"),
     ("sigmoid", 1, "SparseCategoricalCrossentropy", False, "error"),
-    ("relu", 5, "CategoricalCrossentropy", False, "warning"),
+    # a ReLU read as probabilities: an all-zero row is a NaN categorical loss (tfguard.losses)
+    ("relu", 5, "CategoricalCrossentropy", False, "error"),
+    ("relu", 5, "CategoricalCrossentropy", True, "warning"),
 ])
 def test_loss_activation_mismatch(act, units, loss, logits, severity):
     found = loss_activation_mismatch(Signals(model=model(act=act, units=units, loss=loss,

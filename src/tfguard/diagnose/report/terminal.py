@@ -30,8 +30,8 @@ from rich.console import Console
 from rich.text import Text
 
 from tfguard.diagnose.engine import Diagnosis
-from tfguard.diagnose.finding import fmt
 from tfguard.diagnose.inputs.normalize import DAMAGE_NOTES
+from tfguard.findings import fmt
 from tfguard.findings_table import SEVERITY_STYLES, count_text, show_findings
 from tfguard.text import clean
 

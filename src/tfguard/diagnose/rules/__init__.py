@@ -16,6 +16,7 @@ from tfguard.diagnose.rules.activations import dead_relu, saturated_activation
 from tfguard.diagnose.rules.base import Rule
 from tfguard.diagnose.rules.contract import loss_activation_mismatch
 from tfguard.diagnose.rules.data import label_range, pipeline_order, unnormalized_input
+from tfguard.diagnose.rules.firewall import bad_record
 from tfguard.diagnose.rules.gradients import exploding_gradient, vanishing_gradient
 from tfguard.diagnose.rules.invariants import (
     batch_dependence,
@@ -64,6 +65,7 @@ RULES: dict[str, Rule] = {
         Rule("batch_dependence", batch_dependence, "invariants/records", after_death=True),
         Rule("training_mode_leak", training_mode_leak, "invariants/records", after_death=True),
         Rule("collapsed_output", collapsed_output, "invariants/records", after_death=True),
+        Rule("bad_record", bad_record, "guard/records"),
     )
 }
 

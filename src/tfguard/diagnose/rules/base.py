@@ -22,9 +22,10 @@ from collections.abc import Callable
 import numpy as np
 
 from tfguard import tags
-from tfguard.diagnose.finding import Finding
 from tfguard.diagnose.inputs.signals import MissingSignals, Series, Signals
 from tfguard.diagnose.thresholds import Thresholds
+from tfguard.findings import Finding
+from tfguard.losses import described_loss, resolved_kind
 
 RuleFn = Callable[[Signals, Thresholds], list[Finding]]
 
@@ -97,43 +98,29 @@ def finite_epoch_curve(signals: Signals, tag: str) -> Series | None:
     return Series(steps, values, epochs)
 
 
-_CE = {"sparsecategoricalcrossentropy": "sparse_ce", "categoricalcrossentropy": "ce",
-       "categoricalfocalcrossentropy": "ce", "kldivergence": "ce", "kld": "ce",
-       "binarycrossentropy": "bce", "binaryfocalcrossentropy": "bce",
-       "hinge": "hinge", "squaredhinge": "hinge", "categoricalhinge": "hinge",
-       "meansquarederror": "regression", "mse": "regression", "meanabsoluteerror": "regression",
-       "mae": "regression", "huber": "regression", "logcosh": "regression",
-       "meansquaredlogarithmicerror": "regression", "msle": "regression",
-       "meanabsolutepercentageerror": "regression", "mape": "regression"}
+def loss_kind(signals: Signals) -> tuple[str | None, bool | None]:
+    """The kind of the model's loss (`tfguard.losses.KINDS`) and its `from_logits` flag.
 
-
-def loss_kind(signals: Signals) -> tuple[str | None, bool]:
-    """The family of the model's loss and its `from_logits` flag.
+    Read from the model description (`tfguard.losses.described_loss`: its
+    `"kind"`, or its name and class in a description written before the
+    kind was recorded).
 
     Returns:
-        `(kind, from_logits)` with `kind` one of `"sparse_ce"`, `"ce"`,
-        `"bce"`, `"hinge"`, `"regression"`, `"other"`, or `None` when the
-        model description does not say.
+        `(kind, from_logits)`, `(None, None)` when the model description does not name a loss.
     """
-    loss = (signals.model or {}).get("loss")
-    if not loss:
-        return None, False
-    if isinstance(loss, str):
-        loss = {"name": loss}
-    for key in ("class", "name"):
-        name = str(loss.get(key) or "").lower().replace("_", "")
-        if name in _CE:
-            return _CE[name], bool(loss.get("from_logits"))
-    return "other", bool(loss.get("from_logits"))
+    entry = (signals.model or {}).get("loss")
+    if not entry:
+        return None, None
+    loss = described_loss(entry)
+    return loss.kind, loss.from_logits
 
 
 def output_activation(signals: Signals) -> str | None:
-    """The model's output activation (`"linear"` for none), or `None` when unknown."""
-    model = signals.model or {}
-    if "output_activation" not in model:
+    """The model's output activation (`"linear"` for none), or `None` when it could not be read."""
+    act = (signals.model or {}).get("output_activation")
+    if act is None:
         return None
-    act = model.get("output_activation")
-    return "linear" if act in (None, "", "None", "linear") else str(act).lower()
+    return "linear" if act in ("", "None", "linear") else str(act).lower()
 
 
 def output_units(signals: Signals) -> int | None:
@@ -145,6 +132,10 @@ def output_units(signals: Signals) -> int | None:
         return None
 
 
+#: Loss kinds of a classifier over K classes (one-hot KL divergence is their cross-entropy).
+_MULTI_CLASS = ("categorical", "sparse_categorical", "auto_crossentropy", "divergence")
+
+
 def chance_loss(signals: Signals) -> float | None:
     """The loss of a uniform guess for a cross-entropy model, or `None`.
 
@@ -153,9 +144,10 @@ def chance_loss(signals: Signals) -> float | None:
     """
     kind, _ = loss_kind(signals)
     units = output_units(signals)
-    if kind in ("sparse_ce", "ce") and units and units >= 2:
+    kind = resolved_kind(kind, units)
+    if kind in _MULTI_CLASS and units and units >= 2:
         return math.log(units)
-    if kind == "bce":
+    if kind == "binary":
         return math.log(2.0)
     return None
 
@@ -210,9 +202,10 @@ def chance_accuracy(signals: Signals) -> float | None:
     """`1 / K`, the accuracy of a uniform guess over the model's K classes (2 for one sigmoid unit)."""
     kind, _ = loss_kind(signals)
     units = output_units(signals)
-    if kind in ("sparse_ce", "ce") and units and units >= 2:
+    kind = resolved_kind(kind, units)
+    if kind in _MULTI_CLASS and units and units >= 2:
         return 1.0 / units
-    if kind == "bce" and units == 1:
+    if kind == "binary" and units == 1:
         return 0.5
     return None
 

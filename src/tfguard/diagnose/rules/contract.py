@@ -1,14 +1,17 @@
 """Rule `loss_activation_mismatch`: the loss does not fit the model's output layer.
 
 Reads the model description that tfguard's logger stores as JSON in the text
-tag `config/model` (`tfguard.lint.describe_model`). These are the classic
-combinations that train badly without an error (DeepDiagnosis lists a wrong
-loss or last-layer activation among its root causes; Keras itself only warns
-for some): probabilities passed as logits (a double softmax), logits passed
-as probabilities (Keras clips them into [eps, 1 - eps]), a softmax over one
-unit (always 1.0), a single unit for sparse categorical cross-entropy, a
-softmax under binary cross-entropy, a ReLU under a cross-entropy. When the
-training loss is also flat, the evidence says so.
+tag `config/model` (`tfguard.lint.describe_model`) and judges each output
+with the rule table `tfguard lint` applies to the live model
+(`tfguard.losses.MISMATCH_RULES`): the same codes and severities. These are
+the classic combinations that train badly without an error (DeepDiagnosis
+lists a wrong loss or last-layer activation among its root causes; Keras
+itself only warns for some): probabilities passed as logits (a double
+softmax), logits passed as probabilities (Keras clips them into
+[eps, 1 - eps]), a softmax over one unit (always 1.0), a single unit for
+sparse categorical cross-entropy, a softmax under binary cross-entropy, a
+ReLU under a cross-entropy. When the training loss is also flat, the
+evidence says so.
 
 The loss must also fit the task, which the targets tell (issue 22): class
 ids 0..K-1 fed to a regression loss on a K-unit softmax, or to a binary
@@ -34,47 +37,13 @@ from __future__ import annotations
 import numpy as np
 
 from tfguard import tags
-from tfguard.diagnose.finding import Finding
 from tfguard.diagnose.inputs.signals import MissingSignals, Signals, missing
 from tfguard.diagnose.rules.base import loss_kind, output_activation, output_units
 from tfguard.diagnose.thresholds import Thresholds
+from tfguard.findings import Finding
+from tfguard.losses import described_loss, output_mismatches, resolved_kind
 
 _PROBABILITIES = {"softmax", "sigmoid"}
-_POSITIVE = {"relu", "relu6", "elu", "selu", "softplus", "exponential", "gelu", "silu", "swish"}
-
-
-def _problems(kind: str | None, logits: bool, act: str, units: int | None):
-    """Yields `(severity, message, suggestion)` for each mismatch."""
-    ce = kind in ("sparse_ce", "ce", "bce")
-    if act == "softmax" and units == 1:
-        yield ("error", "the output is a softmax over 1 unit, which is always 1.0: nothing can "
-               "be learnt", "Use 1 unit with `activation='sigmoid'` and binary cross-entropy, "
-               "or K units with softmax for K classes.")
-    if kind == "sparse_ce" and units == 1:
-        yield ("error", "sparse categorical cross-entropy over a single output unit can only "
-               "predict class 0", "Give the output layer one unit per class, or use binary "
-               "cross-entropy with one sigmoid unit.")
-    if ce and logits and act in _PROBABILITIES:
-        yield ("warning", f"the loss expects logits (from_logits=True) but the output layer "
-               f"already applies {act}: probabilities are squashed a second time and gradients "
-               "shrink", f"Drop the {act} from the output layer (keep from_logits=True), or set "
-               "from_logits=False.")
-    if ce and not logits and act == "linear":
-        yield ("error", "the loss expects probabilities (from_logits=False) but the output layer "
-               "is linear: logits are clipped into [eps, 1-eps] and learning stalls",
-               "Set `from_logits=True` in the loss, or add a softmax/sigmoid output activation.")
-    if kind == "bce" and act == "softmax" and (units or 0) > 1:
-        yield ("warning", f"binary cross-entropy on a softmax over {units} units: the classes "
-               "compete although each is scored on its own (the accuracy looks too good)",
-               "Use categorical cross-entropy with softmax for one label per example, or "
-               "sigmoid units with binary cross-entropy for multi-label.")
-    if kind in ("sparse_ce", "ce") and act == "sigmoid" and (units or 0) > 1:
-        yield ("warning", f"categorical cross-entropy on {units} independent sigmoid units: the "
-               "outputs do not sum to 1", "Use a softmax output, or from_logits=True with a "
-               "linear output.")
-    if ce and not logits and act in _POSITIVE:
-        yield ("warning", f"a cross-entropy on a {act} output: outputs are not probabilities",
-               "Use a softmax/sigmoid output, or a linear output with from_logits=True.")
 
 
 def _targets(signals: Signals):
@@ -108,7 +77,7 @@ def _task_problems(signals: Signals, kind, act: str, units):
                "Use `loss='sparse_categorical_crossentropy'` with class ids (or "
                "`categorical_crossentropy` with one-hot targets).", "regression_loss_on_classifier")
         return
-    if kind == "bce" and class_ids:
+    if kind == "binary" and class_ids:
         yield ("error", f"binary cross-entropy on a {units}-unit head, with class ids "
                f"{int(low)}..{int(high)} as targets: the task is multi-class",
                "Use `loss='sparse_categorical_crossentropy'` with a softmax output of one unit "
@@ -167,16 +136,17 @@ def loss_activation_mismatch(signals: Signals, thresholds: Thresholds) -> list[F
     if kind is None or act is None:
         raise MissingSignals("the model description names no loss or no output activation")
     units = output_units(signals)
+    kind = resolved_kind(kind, units)
     layers = signals.layer_order()
     where = layers[-1] if layers else None
     loss = signals.series(tags.train("loss"))
-    evidence = {"output_units": units if units is not None else -1, "from_logits": int(logits)}
+    evidence = {"output_units": units if units is not None else -1, "from_logits": int(bool(logits))}
     if loss is not None and len(loss) >= 2 and np.isfinite(loss.values).all():
         evidence["loss_relative_drop"] = float(1 - loss.values.min() / max(loss.values[0], 1e-12))
-    described = (signals.model or {}).get("loss") or {}
-    name = described.get("name") or described.get("class") or kind
+    name = described_loss(signals.model.get("loss")).name or kind
     findings = []
-    multi_hot = _multi_hot(signals) if act == "softmax" and kind in ("ce", "bce", "regression") else None
+    multi_hot = (_multi_hot(signals) if act == "softmax"
+                 and kind in ("categorical", "divergence", "binary", "regression") else None)
     if multi_hot is not None:
         seen, step, epoch, extra = multi_hot
         findings.append(Finding(
@@ -194,11 +164,36 @@ def loss_activation_mismatch(signals: Signals, thresholds: Thresholds) -> list[F
             onset_step=0, onset_epoch=0, suggestion=fix,
             evidence={**evidence, "code": code, "explains_labels": 1},
         ))
-    for severity, what, fix in _problems(kind, logits, act, units):
-        if findings and severity != "error":
-            continue  # the task check already named the loss and what to use instead
-        findings.append(Finding(
-            "loss_activation_mismatch", severity, f"{name}: {what}.", where=where,
-            onset_step=0, onset_epoch=0, evidence=dict(evidence), suggestion=fix,
-        ))
+    task_named = bool(findings)
+    for head, head_where in _outputs(signals, where):
+        for mismatch in output_mismatches(*head):
+            if task_named and mismatch.severity != "error":
+                continue  # the targets already named the loss and what to use instead
+            findings.append(Finding(
+                "loss_activation_mismatch", mismatch.severity, mismatch.message, where=head_where,
+                onset_step=0, onset_epoch=0, suggestion=mismatch.suggestion,
+                evidence={**evidence, "code": mismatch.code},
+            ))
     return findings
+
+
+def _outputs(signals: Signals, where: str | None) -> list[tuple[tuple, str | None]]:
+    """Each output of the description as `output_mismatches` arguments, with where to report it.
+
+    A model with one output is described by the top-level fields (reported at
+    its last layer); one with several lists `"outputs"` (reported by name).
+    """
+    model = signals.model
+    outputs = model.get("outputs")
+    if not outputs:
+        loss = described_loss(model.get("loss"))
+        return [((loss.name, loss.kind, loss.from_logits, output_activation(signals),
+                  output_units(signals), model.get("output_activation_source")), where)]
+    found = []
+    for i, output in enumerate(outputs):
+        loss = described_loss(output.get("loss"))
+        source = output.get("activation_source",
+                            model.get("output_activation_source") if i == 0 else None)
+        found.append(((loss.name, loss.kind, loss.from_logits, output.get("activation"),
+                       output.get("units"), source), output.get("name")))
+    return found

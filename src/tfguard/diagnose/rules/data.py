@@ -34,10 +34,11 @@ from __future__ import annotations
 import numpy as np
 
 from tfguard import tags
-from tfguard.diagnose.finding import Finding, fmt
 from tfguard.diagnose.inputs.signals import MissingSignals, Signals, missing
 from tfguard.diagnose.rules.base import loss_kind, output_activation, output_units
 from tfguard.diagnose.thresholds import Thresholds
+from tfguard.findings import Finding, fmt
+from tfguard.losses import resolved_kind
 
 #: Output activation -> the closed range of values it can produce.
 ACTIVATION_RANGE = {
@@ -129,15 +130,15 @@ def label_range(signals: Signals, thresholds: Thresholds) -> list[Finding]:
     if not signals.model:
         raise MissingSignals("no model description (config/model): the accepted label range "
                              "depends on the loss and the output layer")
-    kind, _ = loss_kind(signals)
     act = output_activation(signals)
     units = output_units(signals)
-    if kind == "sparse_ce" and units:
+    kind = resolved_kind(loss_kind(signals)[0], units)
+    if kind == "sparse_categorical" and units:
         accepted, severity, what = (0.0, float(units - 1)), "error", (
             f"sparse categorical cross-entropy over {units} units takes class ids 0..{units - 1}")
-    elif kind in ("ce", "bce"):
+    elif kind in ("categorical", "divergence", "binary"):
         accepted, severity, what = (0.0, 1.0), "error", "cross-entropy takes labels in [0, 1]"
-    elif kind == "hinge":
+    elif kind in ("hinge", "categorical_hinge"):
         accepted, severity, what = (-1.0, 1.0), "error", "hinge losses take labels in [-1, 1]"
     elif kind == "regression" and act in ACTIVATION_RANGE:
         accepted, severity = ACTIVATION_RANGE[act], "warning"
@@ -155,7 +156,7 @@ def label_range(signals: Signals, thresholds: Thresholds) -> list[Finding]:
     seen_values = np.r_[lows[np.isfinite(lows)], highs[np.isfinite(highs)]]
     if not len(seen_values):
         return []
-    non_integer = kind == "sparse_ce" and bool(np.any(np.mod(seen_values, 1) != 0))
+    non_integer = kind == "sparse_categorical" and bool(np.any(np.mod(seen_values, 1) != 0))
     if not bad.any() and not non_integer:
         return guarded
     first = int(np.argmax(bad)) if bad.any() else 0
@@ -166,10 +167,10 @@ def label_range(signals: Signals, thresholds: Thresholds) -> list[Finding]:
                f"observed batches, but {what}.")
     if non_integer:
         message += " Some labels are not integers."
-    if kind == "sparse_ce":
+    if kind == "sparse_categorical":
         fix = (f"Map the labels to 0..{units - 1} (e.g. `y - y.min()`), or give the output layer "
                f"{int(seen[1]) + 1} units.")
-    elif kind == "bce" and _class_ids(seen_values) and seen[0] >= 0 and seen[1] >= 2:
+    elif kind == "binary" and _class_ids(seen_values) and seen[0] >= 0 and seen[1] >= 2:
         classes = int(seen[1]) + 1
         message += (f" Labels 0..{classes - 1} are {classes} classes, and binary cross-entropy "
                     "scores one yes/no probability per output: mapping them to {0, 1} would "
@@ -177,13 +178,13 @@ def label_range(signals: Signals, thresholds: Thresholds) -> list[Finding]:
         fix = (f"Give the model one output per class and a multi-class loss: "
                f"`Dense({classes}, activation='softmax')` with "
                "`loss='sparse_categorical_crossentropy'` (and `metrics=['accuracy']`).")
-    elif kind == "bce" and _class_ids(seen_values) and seen[0] == -1 and seen[1] == 1:
+    elif kind == "binary" and _class_ids(seen_values) and seen[0] == -1 and seen[1] == 1:
         fix = "Map the -1/+1 labels to {0, 1}: `(y + 1) / 2`."
-    elif kind == "bce":
+    elif kind == "binary":
         fix = ("Scale the targets into [0, 1] (binary cross-entropy takes a probability per "
                "output), or use a regression loss (`'mse'`) with a linear output for targets "
                "outside it.")
-    elif kind == "ce":
+    elif kind in ("categorical", "divergence"):
         fix = "Pass one-hot labels, or sparse class ids with sparse categorical cross-entropy."
     else:
         fix = "Scale the targets into the output's range, or use a linear output activation."
@@ -237,7 +238,7 @@ def _from_guard_events(signals: Signals) -> list[Finding]:
 def _lint_findings(signals: Signals) -> list[Finding]:
     findings = []
     for item in signals.lint:
-        if hasattr(item, "to_dict"):  # a tfguard.lint.LintFinding
+        if hasattr(item, "to_dict"):  # a tfguard.findings.Finding
             item = item.to_dict()
         if not isinstance(item, dict):
             item = {"id": "pipeline_order", "message": str(item)}

@@ -28,21 +28,32 @@ import re
 import numpy as np
 
 from tfguard import tags
-from tfguard.diagnose.finding import Finding, fmt
 from tfguard.diagnose.inputs.signals import MissingSignals, Series, Signals
+from tfguard.diagnose.rules.firewall import stage_finding
 from tfguard.diagnose.thresholds import Thresholds
+from tfguard.findings import Finding, fmt
 
-_SUGGESTION = (
+_GUARDED_SUGGESTION = (
     "Lower the learning rate or clip gradients (e.g. `clipnorm=1.0`), compute the loss "
-    "from logits (`from_logits=True`) instead of log(softmax), check the input batch for "
-    "NaN/Inf, and run under `tfguard.guard(model)` to stop at the first bad step with the "
-    "batch quarantined."
+    "from logits (`from_logits=True`) instead of log(softmax), and check the input batch for "
+    "NaN/Inf."
 )
+_SUGGESTION = (_GUARDED_SUGGESTION[:-1] + "; run under `tfguard.guard(model)` to stop at the first bad "
+               "step with the batch quarantined.")
 
 
-def _first_bad(series: Series) -> int | None:
+def _first_bad(series: Series, rejected: frozenset = frozenset()) -> int | None:
+    """The first non-finite point, leaving out those logged at a step the firewall rejected."""
     bad = ~np.isfinite(series.values)
+    if rejected:
+        bad &= ~np.isin(series.steps, list(rejected))
     return int(np.argmax(bad)) if bad.any() else None
+
+
+def rejected_steps(signals: Signals) -> frozenset:
+    """The global steps whose update the firewall did not apply: what was logged there is the rejected step's."""
+    return frozenset(int(e["step"]) for e in signals.guard_events
+                     if e.get("action") in ("skipped", "raised") and e.get("step") is not None)
 
 
 def _order_key(series: Series, index: int) -> tuple[int, int]:
@@ -76,7 +87,8 @@ def nonfinite(signals: Signals, thresholds: Thresholds) -> list[Finding]:
     if not watched:
         raise MissingSignals("no loss, metric, gradient norm or weight norm was logged")
 
-    bad = {tag: i for tag, s in watched.items() if (i := _first_bad(s)) is not None}
+    rejected = rejected_steps(signals)
+    bad = {tag: i for tag, s in watched.items() if (i := _first_bad(s, rejected)) is not None}
     if not bad:
         return _from_guard(signals)
 
@@ -94,7 +106,7 @@ def nonfinite(signals: Signals, thresholds: Thresholds) -> list[Finding]:
         layers = signals.per_layer(kind)
         hits = {
             name: _order_key(s, i) for name, s in layers.items()
-            if (i := _first_bad(s)) is not None
+            if (i := _first_bad(s, rejected)) is not None
         }
         if not hits:
             continue
@@ -119,8 +131,9 @@ def nonfinite(signals: Signals, thresholds: Thresholds) -> list[Finding]:
     message = f"'{first_tag}' became {what} at {at}{place}; {len(bad)} logged signal(s) are non-finite."
     if epoch is None and step is not None:
         epoch = signals.epoch_of(step)
+    guarded = bool(signals.guard_events) or signals.series(tags.GUARD_SKIPPED) is not None
     return [Finding("nonfinite", "error", message, onset_step=step, onset_epoch=epoch,
-                    where=where, evidence=evidence, suggestion=_SUGGESTION)]
+                    where=where, evidence=evidence, suggestion=_GUARDED_SUGGESTION if guarded else _SUGGESTION)]
 
 
 _VALIDATION_SUGGESTION = (
@@ -191,12 +204,13 @@ def _from_guard(signals: Signals) -> list[Finding]:
     outside = [e for e in signals.guard_events if e.get("checkpoint") == "outside_fit"]
     if outside:
         return [_outside_fit(outside)]
-    if signals.guard_events:
-        lines = [(e["step"], e.get("where", "")) for e in signals.guard_events
-                 if e.get("check") == "finite"]
-    else:  # logs written before the structured records: the event lines
-        lines = [(step, text) for step, text in signals.texts.get(tags.GUARD_EVENTS, [])
-                 if _NONFINITE_TEXT.search(text or "")]
+    if signals.guard_events:  # a data check's violation is the record's (`bad_record`, `label_range`)
+        staged = [e for e in signals.guard_events if e.get("check") == "finite"
+                  and e.get("checkpoint") in ("forward", "loss", "gradients", "update")]
+        return [stage_finding(signals, staged)] if staged else []
+    # logs written before the structured records: the event lines
+    lines = [(step, text) for step, text in signals.texts.get(tags.GUARD_EVENTS, [])
+             if _NONFINITE_TEXT.search(text or "")]
     if not lines:
         return []
     skipped = signals.series(tags.GUARD_SKIPPED)
@@ -210,4 +224,4 @@ def _from_guard(signals: Signals) -> list[Finding]:
     )
     return [Finding("nonfinite", "warning", message, onset_step=step,
                     onset_epoch=signals.epoch_of(step), evidence=evidence,
-                    suggestion=_SUGGESTION)]
+                    suggestion=_GUARDED_SUGGESTION)]
