@@ -121,7 +121,7 @@ def test_a_train_on_batch_loop_is_logged_and_diagnosed(tmp_path, pixels, alarms)
     assert _alarms(offline) == alarms
 
 
-@pytest.mark.parametrize(("poison", "alarms"), [(scripts.POISON, ["nonfinite"]), ("", [])],
+@pytest.mark.parametrize(("poison", "alarms"), [(scripts.POISON, ["bad_record", "nonfinite"]), ("", [])],
                          ids=["nan-example", "healthy"])
 def test_a_guard_step_loop_is_logged_and_its_violations_join_its_run(tmp_path, capsys, poison, alarms):
     result, record, run, offline = _loop_run(tmp_path, scripts.GUARDED_STEP, poison=poison)
