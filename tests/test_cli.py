@@ -99,10 +99,10 @@ def test_lint_of_a_path_with_markup_is_one_error_line(tmp_path, capsys):
 
 
 def test_lint_rendering_shows_names_literally():
+    from tfguard.findings import Finding
     from tfguard.lint import render_lint
-    from tfguard.lint.finding import LintFinding
 
-    finding = LintFinding("loss_activation_mismatch", "error", "layer '[bold]x[/]\x1b[2J' is wrong",
+    finding = Finding("loss_activation_mismatch", "error", "layer '[bold]x[/]\x1b[2J' is wrong",
                           "out\nlayer\x07", {"code": "c[/]"}, "rename [link=x]it[/link]")
     out = io.StringIO()
     render_lint([finding], Console(file=out, width=200, force_terminal=False))

@@ -246,6 +246,7 @@ def hist_activations(layer: str) -> str:
 CONFIG_HPARAMS = "config/hparams"  # markdown table
 CONFIG_MODEL = "config/model"  # JSON: layers, activations, output activation, loss
 CONFIG_LINT = "config/lint"  # JSON list of static (lint) findings at train start
+CONFIG_PHASES = "config/phases"  # JSON list, one object per training phase (a model compiled again), at each new phase
 IMAGES_INPUTS = "images/inputs"
 
 

@@ -157,9 +157,9 @@ def test_a_hand_written_loop_is_guarded_too(tmp_path, capsys):
     assert result.exit_code == 0
     assert "SCRIPT-SAYS finite weights True" in out
     assert "SCRIPT-SAYS iterations 9" in out  # the NaN batch's update was rolled back with its step
-    # the rejected update is a finding of a run of its own (it used to be a note only)
-    (run,) = [d for d in result.diagnoses if d.run.endswith("-outside-fit")]
-    assert re.match(r"adam(_\d+)?-outside-fit", run.run)
-    (finding,) = run.findings
-    assert finding.id == "nonfinite" and finding.severity == "warning"
+    # the rejected update is a finding of the loop's run (it used to be a note only, then a run of its own)
+    (run,) = result.diagnoses
+    assert run.run == "looped-loop" and [f.kind for f in result.fits] == ["loop"]
+    (finding,) = [f for f in run.findings if f.severity == "warning"]
+    assert finding.id == "nonfinite" and re.match(r"adam(_\d+)?$", finding.where)
     assert finding.evidence["rejected_updates"] == 1 and "outside fit" in finding.message

@@ -197,6 +197,15 @@ def test_canary_outbound_nodes():
         assert keras_compat.consumers(last) == []
 
 
+def test_canary_sequential_functional():
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    with canary("Sequential._functional"):
+        inner = keras_compat.sequential_graph(model)
+        assert isinstance(inner, keras.Model) and not isinstance(inner, keras.Sequential)
+        assert [id(v) for v in inner.trainable_variables] == [id(v) for v in model.trainable_variables]
+    assert keras_compat.sequential_graph(inner) is None
+
+
 def test_canary_build_shapes_dict():
     class Subclassed(keras.Model):
         def __init__(self):

@@ -145,3 +145,22 @@ def test_canary_noinline_keeps_a_call_a_call():
         called = graph._get_function(calls[0].get_attr("f").name).cached_definition
         assert called.attr[tf_compat.NO_INLINE].b is True
         assert outer(tf.ones([3])).numpy().tolist() == [6.0, 6.0, 6.0]
+
+
+def test_canary_xla_context_is_seen_while_a_jit_compiled_function_traces():
+    seen = []
+
+    @tf.function(jit_compile=True)
+    def compiled(x):
+        seen.append(tf_compat.in_xla_context())
+        return x * 2.0
+
+    @tf.function
+    def plain(x):
+        seen.append(tf_compat.in_xla_context())
+        return x * 2.0
+
+    with canary("control_flow_util.GraphOrParentsInXlaContext", "tensorflow"):
+        compiled(tf.ones([2]))
+        plain(tf.ones([2]))
+        assert seen == [True, False] and tf_compat.in_xla_context() is False

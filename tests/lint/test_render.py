@@ -3,11 +3,11 @@ import json
 import pytest
 from rich.console import Console
 
-from tfguard.lint.finding import LintFinding
+from tfguard.findings import Finding
 from tfguard.lint.render import lint_from_json, lint_to_json, render_lint
 
 FINDINGS = [
-    LintFinding(
+    Finding(
         "pipeline_order",
         "info",
         "No prefetch.",
@@ -15,7 +15,7 @@ FINDINGS = [
         {"code": "no_prefetch"},
         "Add prefetch.",
     ),
-    LintFinding(
+    Finding(
         "label_range",
         "error",
         "3 labels are >= 10.",
@@ -23,7 +23,7 @@ FINDINGS = [
         {"code": "class_id_out_of_range", "max": 12, "ratio": float("inf")},
         "Use 13 units.",
     ),
-    LintFinding(
+    Finding(
         "unnormalized_input", "warning", "Raw pixels.", "input 'x'", {"code": "raw_pixels"}, ""
     ),
 ]

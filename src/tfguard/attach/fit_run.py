@@ -12,10 +12,13 @@ lives here, not on the session. A run:
    and an `EpochEndWatch` at both ends;
 2. checks a `tf.data` pipeline given as `x` (`lint_dataset`), for the rules
    and the log;
-3. runs the real `fit`; a `sys.exit(0)` in a callback ends the run as
+3. starts a new phase of the model's run when the model was compiled
+   again since its last fit (`tfguard.attach.phases`: fine-tuning after
+   transfer learning), so its steps go on and each phase is named;
+4. runs the real `fit`; a `sys.exit(0)` in a callback ends the run as
    completed, its last epoch logged (`_stopped`); any other exception is
    recorded and raised again;
-4. records the guard events of the call and its `Diagnosis`, by the same
+5. records the guard events of the call and its `Diagnosis`, by the same
    rules as `diagnose_logdir` (also when `fit` raised).
 
 Example (through the session, which is how a run is made):
@@ -99,6 +102,7 @@ class FitRun:
         if callbacks is not None:
             bound.arguments["callbacks"] = [watch.first, *callbacks, watch.last]
         self._lint_pipeline(bound.arguments.get("x"))
+        self._enter_phase()
         listener = self._event_listener()
         inst.add_event_listener(listener)
         try:
@@ -196,6 +200,25 @@ class FitRun:
         callbacks.append(state.logger)
         record.run_dir = state.run_dir
         return state.logger
+
+    def _enter_phase(self) -> None:
+        """A model compiled again since its last fit begins a new phase of its run: said to the
+        session's logger and live diagnosis, whose steps go on where the last phase ended."""
+        phases = self.state.phases
+        if not phases.enter(self.model):
+            self.record.phase = len(phases.phases)
+            return
+        self.record.phase = current = len(phases.phases)
+        rows = phases.rows()
+        last = rows[-1]
+        self.record.notes.append(
+            f"the model was compiled again: phase {current} of its run starts at step {last['first_step']} "
+            f"({last['optimizer']}, learning rate {last['learning_rate']}, "
+            f"{last['trainable_variables']} trainable variables)")
+        if self.logger is not None and self.logger is self.state.logger:
+            self.logger.begin_phase(phases.offset, rows)
+        if self.own_live:
+            self.live.begin_phase(phases.offset, rows)
 
     def _lint_pipeline(self, x) -> None:
         """The static check of the `tf.data` pipeline given to `fit`, for the rules and the log."""

@@ -30,7 +30,7 @@ from tfguard.firewall.instrument import instrumentation_of, instrumented_models
 def _diagnosed(run: str, model: str, index: int, events: list[dict], guard_events=()) -> FitRecord:
     diagnosis = diagnose(Signals(run=run, guard_events=events, source="live"))
     return FitRecord(run=run, model=model, index=index, diagnosis=diagnosis,
-                     guard_events=list(guard_events), guarded=True)
+                     guard_events=list(guard_events), guarded=True, kind="outside-fit")
 
 
 def events_now() -> dict[int, int]:

@@ -28,6 +28,7 @@ import dataclasses
 
 import keras
 
+from tfguard.attach.phases import ModelPhases
 from tfguard.diagnose import Diagnosis
 from tfguard.errors import TfguardError
 from tfguard.firewall import GuardConfig, instrumentation_of, release
@@ -50,6 +51,10 @@ class FitRecord:
         guarded: whether the firewall was on for the call.
         error: `"<type>: <message>"` of the exception `fit` raised, or `None`.
         notes: remarks (a callback that could not be added, ...).
+        kind: `"fit"`, or `"loop"` for a hand-written loop's run (`tfguard.attach.loops`),
+            `"outside-fit"` for updates the firewall rejected outside any recorded run.
+        phase: the training phase of the run the call belongs to (`tfguard.attach.phases`:
+            one per `compile` of the model between its fits).
     """
 
     run: str
@@ -61,6 +66,8 @@ class FitRecord:
     guarded: bool = False
     error: str | None = None
     notes: list = dataclasses.field(default_factory=list)
+    kind: str = "fit"
+    phase: int = 1
 
 
 @dataclasses.dataclass
@@ -75,6 +82,7 @@ class ModelState:
     run_dir: str | None = None
     live: object = None  # the session's LiveDiagnosis of this model, kept across its fits
     logger: object = None  # the session's Logger of this model, kept across its fits
+    phases: ModelPhases = dataclasses.field(default_factory=ModelPhases)  # one per compile between its fits
 
 
 def take_model(model, record: FitRecord, *, guard: bool, policy: str, forward: str,

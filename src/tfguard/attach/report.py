@@ -15,7 +15,9 @@ added, as the schema allows within a version::
       "error": {"type": str,              # the uncaught exception, or null
                 "message": str} | null,
       "logdir": str | null,               # root of the event files (null without logger)
-      "fits": [{"run": str, "model": str, "index": int,   # one per fit() call
+      "fits": [{"run": str, "model": str, "index": int,   # one per fit() call, loop run, ...
+                "kind": "fit" | "loop" | "outside-fit",       # a hand-written loop's run is "loop"
+                "phase": int,                                 # its run's phase (one per compile)
                 "guarded": bool, "run_dir": str | null,
                 "error": str | null,      # "<type>: <message>" if fit raised
                 "notes": [str]}],
@@ -115,7 +117,8 @@ def attach_report(
     doc["exit_code"] = exit_code
     doc["error"] = None if error is None else {"type": type(error).__name__, "message": str(error)}
     doc["logdir"] = logdir
-    doc["fits"] = [_plain({"run": f.run, "model": f.model, "index": f.index, "guarded": f.guarded,
+    doc["fits"] = [_plain({"run": f.run, "model": f.model, "index": f.index, "kind": f.kind, "phase": f.phase,
+                           "guarded": f.guarded,
                            "run_dir": f.run_dir, "error": f.error, "notes": list(f.notes)})
                    for f in fits]
     doc["guard_events"] = [event_to_json(f.run, e) for f in fits for e in f.guard_events]

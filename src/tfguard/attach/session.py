@@ -21,9 +21,14 @@ calling `super().fit` is not). Each call then:
    same rules as `diagnose_logdir` (also when `fit` raised), and the
    firewall's violations during the call.
 
-Closing the session records what the firewall rejected outside any `fit`
-(`train_on_batch`, a hand-written loop) as runs of their own, each with its
-diagnosis (`tfguard.attach.outside_fit`): a rejected update is never silent.
+A loop that never calls `fit` (a `GradientTape` loop, eager or in a
+`tf.function`, `train_on_batch`, a step wrapped with `tfguard.guard_step`)
+is recorded at its optimizer's updates and its `Loss` and `Metric` calls
+while the session is open (`tfguard.attach.loops`): one run per model or
+optimizer set (`<model>-loop`), logged as a fit is and diagnosed at
+`close()`. What the firewall rejected outside any run (an optimizer no
+loop run holds) is a run of its own, with its diagnosis
+(`tfguard.attach.outside_fit`): a rejected update is never silent.
 It (also on an exception) puts `keras.Model.fit` back (the
 very same object), and puts each model back as it found it: a model the
 session instrumented is released (`tfguard.firewall.release`), a model that
@@ -63,8 +68,9 @@ from collections.abc import Callable, Mapping
 
 import keras
 
-from tfguard.attach.fit_run import FitRun
+from tfguard.attach.fit_run import DENSE_STEPS, FitRun
 from tfguard.attach.fitcall import fit_hparams, run_name
+from tfguard.attach.loops.recorder import LoopRecorder
 from tfguard.attach.outside_fit import events_now, outside_fit_records
 from tfguard.attach.records import FitRecord, ModelState, restore_model, take_model
 from tfguard.diagnose import Diagnosis
@@ -151,6 +157,7 @@ class AttachSession:
         self._events_before: dict[int, int] = {}  # violations each guarded model held at start()
         self._running: set[int] = set()
         self._gating = False
+        self._loops: LoopRecorder | None = None
         self._warnings = None
         self._open = False
 
@@ -221,6 +228,9 @@ class AttachSession:
             loop.reset_gate_counts()
             loop.gate_optimizers()
             self._gating = True
+        # added after the gate: it sees each update before and after the gate wrote or rejected it
+        self._loops = LoopRecorder(logdir=self.logdir if self.logger else None, hparams=self.hparams,
+                                   guarded=self._gating, dense_steps=DENSE_STEPS).start()
 
     def close(self) -> None:
         """Restores `keras.Model.fit` and every model the session touched. Idempotent."""
@@ -232,10 +242,16 @@ class AttachSession:
                 owner.fit = self._saved_fit
             elif "fit" in owner.__dict__:
                 del owner.fit
-            # train_on_batch, a hand-written loop: what the firewall rejected there is a run too
-            self.fits.extend(outside_fit_records(
-                self.fits, loop.gate_counts() if self._gating else {}, len(self.fits) + 1,
-                self._events_before))
+            # train_on_batch, a hand-written loop: a run of its own, recorded at its updates
+            looped = set()
+            if self._loops is not None:
+                looped = {o.name for o in self._loops.optimizers}
+                self.fits.extend(self._loops.close(first_index=len(self.fits) + 1))
+                self._loops = None
+            # what the firewall rejected outside any run is a run too
+            counts = {name: n for name, n in (loop.gate_counts() if self._gating else {}).items()
+                      if name not in looped}
+            self.fits.extend(outside_fit_records(self.fits, counts, len(self.fits) + 1, self._events_before))
             for state in self._models.values():
                 if state.logger is not None:  # a fit a callback ended by raising never ended its run
                     with contextlib.suppress(Exception):
@@ -245,6 +261,9 @@ class AttachSession:
                 loop.ungate_optimizers()
                 self._gating = False
         finally:
+            if self._loops is not None:  # closed above unless something before it raised
+                self._loops.close()
+                self._loops = None
             self._models.clear()
             self._open = False
             if self._warnings is not None:

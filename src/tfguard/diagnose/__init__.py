@@ -30,7 +30,6 @@ Example:
 """
 
 from tfguard.diagnose.engine import Diagnosis, diagnose, metric_summary
-from tfguard.diagnose.finding import SEVERITIES, SYMPTOMS, Finding
 from tfguard.diagnose.inputs.logdir import load_signals
 from tfguard.diagnose.inputs.normalize import run_family, signals_from_runs
 from tfguard.diagnose.inputs.recorder import SignalRecorder
@@ -48,6 +47,7 @@ from tfguard.diagnose.report.json import SCHEMA, to_json
 from tfguard.diagnose.report.terminal import render_terminal
 from tfguard.diagnose.rules import RULES, Rule
 from tfguard.diagnose.thresholds import Thresholds
+from tfguard.findings import SEVERITIES, SYMPTOMS, Finding
 
 __all__ = [
     "RULES",

@@ -26,13 +26,13 @@ import numpy as np
 
 from tfguard import tags
 from tfguard.diagnose.causes import INVARIANTS, by_cause
-from tfguard.diagnose.finding import Finding, severity_rank
+from tfguard.diagnose.inputs.phases import run_phases
 from tfguard.diagnose.inputs.signals import MissingSignals, Signals, death_point
 from tfguard.diagnose.rules import RULES, Rule
 from tfguard.diagnose.rules.base import own_losses
 from tfguard.diagnose.thresholds import Thresholds
 from tfguard.errors import ContractError
-from tfguard.findings import describe_failure
+from tfguard.findings import Finding, describe_failure, severity_rank
 
 _LOWER_IS_BETTER = ("loss", "error", "mse", "mae", "mape", "msle", "crossentropy", "hinge",
                     "divergence", "poisson", "cosh")
@@ -61,6 +61,9 @@ class Diagnosis:
         signals: the signals diagnosed (for plots; not serialized).
         status: how the run ended (`run_status`): completed, failed, out of
             memory, aborted, or no evidence at all.
+        phases: the run's training phases when a model was compiled again between its
+            fits (`config/phases`): each one's `phase`, `first_step`, `optimizer`,
+            `learning_rate`, `trainable_variables`, `trainable_parameters`; `[]` for a run of one phase.
     """
 
     run: str
@@ -74,6 +77,7 @@ class Diagnosis:
     signals: Signals | None = dataclasses.field(default=None, repr=False, compare=False)
     status: dict = dataclasses.field(default_factory=lambda: {"state": "completed",
                                                               "text": "training completed"})
+    phases: list = dataclasses.field(default_factory=list)
 
     @property
     def healthy(self) -> bool:
@@ -225,6 +229,7 @@ def diagnose(
         run=signals.run, findings=by_cause(findings), rules_run=run, rules_skipped=skipped,
         hparams=dict(signals.hparams), metrics=metric_summary(signals), source=signals.source,
         notes=list(signals.notes), signals=signals, status=run_status(signals, run, skipped, th),
+        phases=run_phases(signals.texts),
     )
 
 

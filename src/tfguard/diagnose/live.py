@@ -30,6 +30,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Iterable, Mapping
 
@@ -37,11 +38,10 @@ import keras
 
 from tfguard import tags
 from tfguard.diagnose.engine import Diagnosis, diagnose
-from tfguard.diagnose.finding import Finding, severity_rank
 from tfguard.diagnose.inputs.recorder import SignalRecorder
 from tfguard.diagnose.rules import Rule
 from tfguard.diagnose.thresholds import Thresholds
-from tfguard.findings import strict_json
+from tfguard.findings import Finding, severity_rank, strict_json
 from tfguard.firewall import instrument as instrument_model
 from tfguard.invariants import watch as invariant_watch
 from tfguard.lint.describe import applying_optimizer, describe_model, describe_optimizer
@@ -136,13 +136,26 @@ class LiveDiagnosis(keras.callbacks.Callback):
             self._inst.subscribe(self._on_record, scalars_every=every)
             self._inst.add_event_listener(self._on_guard_event)
 
+    step_offset: int = 0
+    """Added to the optimizer's step everywhere: the steps of the run's earlier training phases."""
+
+    def begin_phase(self, step_offset: int, phases: list[dict]) -> None:
+        """The next fit starts a new training phase (the model was compiled again): its steps go
+        on from `step_offset`, and the history holds `config/phases` (one dict per phase)."""
+        self.step_offset = int(step_offset)
+        self.recorder.add_text(tags.CONFIG_PHASES, self.step_offset,
+                               json.dumps(strict_json([dict(p) for p in phases])))
+
     def _on_record(self, record) -> None:
         self._records += 1
         if self._records == self.dense_steps and self._inst is not None:
             self._inst.subscribe(self._on_record, scalars_every=self.scalars_every)
-        self.recorder.add(record.step, step_values(record, getattr(self.model, "optimizer", None)))
+        self.recorder.add(record.step + self.step_offset,
+                          step_values(record, getattr(self.model, "optimizer", None)))
 
     def _on_guard_event(self, event) -> None:
+        if self.step_offset:
+            event = dataclasses.replace(event, step=int(event.step) + self.step_offset)
         self.recorder.add_text(tags.GUARD_EVENTS, event.step, event.message)
         self.recorder.add_event(event)
 
@@ -151,7 +164,8 @@ class LiveDiagnosis(keras.callbacks.Callback):
                                json.dumps(strict_json(record)))
 
     def _step(self) -> int:
-        return self._inst.global_step() if self._inst is not None else model_step(self.model)
+        step = self._inst.global_step() if self._inst is not None else model_step(self.model)
+        return step + self.step_offset
 
     # -- callback hooks ------------------------------------------------------------
     def on_train_begin(self, logs=None):

@@ -1,6 +1,5 @@
 """The quality firewall: the guarded step around any train step, `guard(model)`, policies."""
 
-from tfguard.checks.contract import infer_contract
 from tfguard.firewall.config import GuardConfig
 from tfguard.firewall.guard import guard, guard_events, unguard
 from tfguard.firewall.instrument import Instrumentation, instrument, instrumentation_of, release
@@ -20,7 +19,6 @@ __all__ = [
     "guard",
     "guard_events",
     "guard_step",
-    "infer_contract",
     "instrument",
     "instrumentation_of",
     "release",

@@ -157,6 +157,7 @@ class Instrumentation(Counters):
         def make_train_function(force=False):
             if model.train_function is not None and not force:
                 return model.train_function
+            self.step_optimizer = None  # compiled again: the new trace names the optimizer that counts
             self.prepare()
             self._host = Host(self, make_once)
             self._host.function(frozenset())  # the plain trace, as Keras would build it

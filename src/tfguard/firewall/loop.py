@@ -6,7 +6,9 @@ runs the function inside the same transaction as a guarded `fit` step, with
 the data (every float argument), loss (what `compute_loss` returned, or the
 float values the function returns), gradients (everything handed to an
 optimizer) and update checkpoints, the policy on the host, and the batch
-quarantined with the model's weights.
+quarantined with the model's weights. Its step is a hand-written loop's
+(`StepContext.hand_written`): under `tfguard run` the loop recorder sees its
+updates too, and its violations join the loop's run (`guarded_steps`).
 
 `gate_optimizers()` is what `tfguard run` uses on a script whose loop it
 cannot see: every Keras optimizer update anywhere in the process checks its
@@ -52,7 +54,7 @@ from tfguard.firewall.policy import Counters, GuardEvent, Violation
 from tfguard.firewall.spikes import TABLE, SpikeCheck, SpikeWindow, batch_rows
 from tfguard.firewall.step import Plan, decide, step_after
 from tfguard.hooks import keras_compat
-from tfguard.hooks.context import add_outside_door, remove_outside_door
+from tfguard.hooks.context import add_outside_door, current, remove_outside_door
 from tfguard.hooks.transaction import Transaction
 from tfguard.optimizer_state import model_step, step_counter
 
@@ -89,9 +91,11 @@ class GuardedStep(Counters):
         self._body = getattr(step_fn, "python_function", step_fn)
         self._function = (tf.function(self._guarded, jit_compile=jit_compile)
                           if self._compiled or jit_compile else self._guarded)
+        _GUARDED_STEPS.add(self)
 
     def _guarded(self, *args, **kwargs):
         step_context = FirewallContext(self.model, restores=True, hold_bytes=self.guard.hold_bytes)
+        step_context.hand_written = True
         named = {}
         for index, value in enumerate(args):
             for position, leaf in enumerate(checkpoints.float_leaves(value)):
@@ -198,6 +202,14 @@ def guard_step(step_fn, model: keras.Model | None = None, *, policy: str = "rais
     return GuardedStep(step_fn, model, config, jit_compile=jit_compile)
 
 
+_GUARDED_STEPS: weakref.WeakSet = weakref.WeakSet()
+
+
+def guarded_steps() -> list[GuardedStep]:
+    """The `GuardedStep`s alive in this process (their `events` are the loops' violations)."""
+    return list(_GUARDED_STEPS)
+
+
 # -- every optimizer, for loops tfguard cannot see (tfguard run) -------------------------------
 _COUNTERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -216,7 +228,9 @@ class _OutsideDoor:
     """The door of every optimizer update outside a guarded step (see `gate_optimizers`)."""
 
     def through_door(self, optimizer, grads, variables, scale, apply):
-        """The update, checked and rolled back by itself when it is bad."""
+        """The update, checked and rolled back by itself when it is bad (in a guarded step: that step's door does)."""
+        if current() is not None:  # a `guard_step`'s step: checked and rolled back as a whole
+            return apply(grads)
         variables = list(variables) if variables is not None else keras_compat.optimizer_variables(optimizer)
         counter = _counter(optimizer)
         txn = Transaction()
@@ -254,10 +268,16 @@ def reset_gate_counts() -> None:
         counter.assign(0)
 
 
+def rejected_updates(optimizer) -> int:
+    """How many of `optimizer`'s updates the gate rejected (0 for one it never saw)."""
+    counter = _COUNTERS.get(optimizer)
+    return 0 if counter is None else int(counter.numpy())
+
+
 def gate_counts() -> dict[str, int]:
     """Optimizer name -> how many of its updates were rejected (for optimizers still alive)."""
     return {optimizer.name: int(counter.numpy()) for optimizer, counter in list(_COUNTERS.items())}
 
 
-__all__ = ["GuardedStep", "gate_counts", "gate_optimizers", "guard_step", "reset_gate_counts",
+__all__ = ["GuardedStep", "gate_counts", "gate_optimizers", "guard_step", "guarded_steps", "rejected_updates", "reset_gate_counts",
            "ungate_optimizers"]

@@ -130,30 +130,22 @@ def build(model: keras.Model, context: FirewallContext, records: list, x, y, wan
     not see; `histograms.histograms_when` buckets them in the step, the
     host the weights after it (`histograms.HostHistograms`).
     """
-    groups: list[Group] = []
     hists: dict = {}
     weights: list = []
     variables, grads, owners = _gradients(context)
-    _gradient_signals(model, variables, grads, groups, context.gradient_stats, owners)
-    _input_signals(x, y, groups)
+    groups = gradient_groups(model, context)
+    groups.extend(data_groups(x, y))
     seen: set[str] = set()
-    relus: dict[str, tf.Tensor] = {}
+    named = []
     for layer, outputs in records:
         outs = float_leaves(outputs)
         if not outs or layer.name in seen:
             continue
         seen.add(layer.name)
-        kind = stats.activation_kind(layer)
-        if kind == "relu":
-            relus[tags.dead_fraction(layer.name)] = outs[0]
-        elif kind in stats.SATURATING:
-            groups.append(Group([tags.saturated_fraction(layer.name)],
-                                lambda t=outs[0], k=kind: stats.saturated_fraction(t, k)))
+        named.append((layer.name, stats.activation_kind(layer), outs[0]))
         if histograms and "activations" in wanted.histograms:
             hists[tags.hist_activations(layer.name)] = Sample(outs[0])
-    if relus:
-        outputs = list(relus.values())
-        groups.append(Group(list(relus), lambda: stats.dead_fractions(outputs)))
+    groups.extend(activation_groups(named))
     if histograms and "gradients" in wanted.histograms:
         for variable, grad in zip(variables, grads):  # bucketed at the optimizer's door when it could be
             hists[tags.hist_gradients(variable.path)] = context.gradient_buckets.get(id(variable), grad)
@@ -162,6 +154,48 @@ def build(model: keras.Model, context: FirewallContext, records: list, x, y, wan
     if histograms and "weights" in wanted.histograms:
         weights = [(tags.hist_weights(v.path), v) for v in model.weights if is_float(v)]  # non-trainable too
     return groups, hists, weights
+
+
+def gradient_groups(model, context: FirewallContext) -> list[Group]:
+    """The gradient signals of the updates `context` saw (`grad_norm/*`, `zero_grad_fraction/*`), one `Group`.
+
+    `model` names the layers (`layer_key`): anything with a `name`.
+    """
+    groups: list[Group] = []
+    variables, grads, owners = _gradients(context)
+    _gradient_signals(model, variables, grads, groups, context.gradient_stats, owners)
+    return groups
+
+
+def weight_groups(model, context: FirewallContext) -> list[Group]:
+    """`weight_norm/<layer>` and `update_ratio/<layer>` of the updates `context` saw and took the weights of."""
+    groups: list[Group] = []
+    _weight_signals(model, context, groups)
+    return groups
+
+
+def data_groups(x, y) -> list[Group]:
+    """`data/input_*` of the measured input of `x`, `data/label_*` of the first target of `y` (either may be `None`)."""
+    groups: list[Group] = []
+    _input_signals(x, y, groups)
+    return groups
+
+
+def activation_groups(named: list) -> list[Group]:
+    """`activation/dead_fraction/<name>` of the ReLU outputs and `activation/saturated_fraction/<name>` of the
+    sigmoid and tanh ones, from `(name, kind, output)` (`kind` as `stats.activation_kind`; others are left out)."""
+    groups: list[Group] = []
+    relus: dict[str, tf.Tensor] = {}
+    for name, kind, output in named:
+        if kind == "relu":
+            relus[tags.dead_fraction(name)] = output
+        elif kind in stats.SATURATING:
+            groups.append(Group([tags.saturated_fraction(name)],
+                                lambda t=output, k=kind: stats.saturated_fraction(t, k)))
+    if relus:
+        outputs = list(relus.values())
+        groups.append(Group(list(relus), lambda: stats.dead_fractions(outputs)))
+    return groups
 
 
 def signals_of(groups: list[Group]) -> tf.Tensor:
@@ -378,5 +412,5 @@ def _change_rows(context: FirewallContext, variables: list) -> tf.Tensor:
     return stats.grouped_rows(groups, stacked, alone)
 
 
-__all__ = ["NO_RATIO", "Group", "Recording", "Wanted", "build", "layer_key", "optimizer_names", "record",
-           "signals_of"]
+__all__ = ["NO_RATIO", "Group", "Recording", "Wanted", "activation_groups", "build", "data_groups",
+           "gradient_groups", "layer_key", "optimizer_names", "record", "signals_of", "weight_groups"]

@@ -29,7 +29,6 @@ import numpy as np
 
 from tfguard.firewall.step import HISTOGRAMS, SCALARS
 
-HISTOGRAM_KINDS = ("activations", "gradients", "weights")
 _EMPTY: Mapping = types.MappingProxyType({})
 
 
@@ -179,4 +178,4 @@ class Bus:
             subscription.listener(record.only(scalars, hist_kinds))
 
 
-__all__ = ["HISTOGRAM_KINDS", "Bus", "StepRecord", "Subscription", "freeze"]
+__all__ = ["Bus", "StepRecord", "Subscription", "freeze"]

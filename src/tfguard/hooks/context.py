@@ -15,8 +15,13 @@ A `StepContext` records and lets the update run unchanged (the replay of a
 quarantined batch uses it so); a context of its own kind overrides
 `through_door` (the firewall's `FirewallContext` holds, gates and takes its
 door tables there). An update made outside any step goes through the
-outside door registered last (`add_outside_door`: a hand-written loop
-under `tfguard run`), if any.
+outside doors (`add_outside_door`: a hand-written loop under `tfguard
+run`), the one added last outermost: each hands the update on to the one
+added before it (`tfguard run` adds the firewall's gate, then the loop
+recorder, which sees each update before and after the gate wrote or
+rejected it). An update made in a hand-written loop's step
+(`StepContext.hand_written`: a step wrapped with `tfguard.guard_step`)
+goes through the outside doors too, around the step's own door.
 
 `keras.optimizers.Optimizer.apply` is wrapped once per process (on first use
 of a context or an outside door), by one wrapper; outside an active context
@@ -120,6 +125,10 @@ class StepContext:
         self.graph = None
         self.nested_updates = 0  # updates inside the step's own control flow (not checkable)
 
+    hand_written = False
+    """Whether this is a hand-written loop's step (`tfguard.guard_step`), not a model's `train_step`:
+    the outside doors see its updates too, and `in_loop_code()` holds inside it."""
+
     @contextlib.contextmanager
     def active(self) -> Iterator[StepContext]:
         """Makes this the current step of this thread; wraps `apply` and `compute_loss`."""
@@ -180,6 +189,12 @@ def current() -> StepContext | None:
     """The step context active in this thread (traced, or run eagerly), if any."""
     stack = _stack()
     return stack[-1] if stack else None
+
+
+def in_loop_code() -> bool:
+    """Whether code running now is a hand-written loop's (outside any step, or in a `hand_written` one), not a model's `train_step` in `fit`."""
+    step = current()
+    return step is None or step.hand_written
 
 
 def watch_loss(model) -> None:
@@ -280,11 +295,15 @@ def arrive(optimizer, grads, trainable_variables, scaled: bool) -> Arrival:
 
 
 _OUTSIDE: list = []
-"""Doors of the updates made outside any step (objects with `through_door`); the last one added takes them."""
+"""Doors of the updates made outside any step (objects with `through_door`); the last one added is outermost."""
 
 
 def add_outside_door(door) -> None:
-    """Sends every optimizer update made outside any step through `door.through_door` (as a context's)."""
+    """Sends every optimizer update made outside any step through `door.through_door` (as a context's).
+
+    The doors added before it see the update after it: `door.through_door`'s `apply` hands the
+    update on to them (the innermost writes it).
+    """
     install()
     if door not in _OUTSIDE:
         _OUTSIDE.append(door)
@@ -295,12 +314,24 @@ def remove_outside_door(door) -> None:
         _OUTSIDE.remove(door)
 
 
+def _through_outside(doors: list, optimizer, variables, last: Callable[[list], object]) -> Callable[[list], object]:
+    """`apply(gradients)` that passes the update through `doors` (the last one outermost), then `last`."""
+    apply = last
+    for door in doors:
+        apply = functools.partial(_pass, door, optimizer, variables, apply)
+    return apply
+
+
+def _pass(door, optimizer, variables, inner, gradients):
+    return door.through_door(optimizer, gradients, variables, None, inner)
+
+
 def _wrap_apply(original, scaled: bool):
     @functools.wraps(original)
     def apply(optimizer, grads, trainable_variables=None):
         step = current()
-        door = step if step is not None else (_OUTSIDE[-1] if _OUTSIDE else None)
-        if door is None or is_applying():
+        doors = list(_OUTSIDE) if step is None or step.hand_written else []
+        if (step is None and not doors) or is_applying():
             return original(optimizer, grads, trainable_variables)
         arrival = arrive(optimizer, grads, trainable_variables, scaled and step is not None)
 
@@ -315,11 +346,15 @@ def _wrap_apply(original, scaled: bool):
         if arrival.unbuilt:
             return through(arrival.gradients)
         if step is None:
-            return door.through_door(optimizer, arrival.gradients, arrival.variables, None, through)
+            return _through_outside(doors, optimizer, arrival.variables, through)(arrival.gradients)
+
         # A LossScaleOptimizer's inner update (its variables are the loss scale's) is part of it; another
         # optimizer's apply inside one (a wrapper of the user's) is an update of its own, seen at the door.
-        return step.through_door(optimizer, arrival.gradients, arrival.variables, arrival.scale,
-                                 through if scaled else write)
+        def in_step(gradients):
+            return step.through_door(optimizer, gradients, arrival.variables, arrival.scale,
+                                     through if scaled else write)
+
+        return _through_outside(doors, optimizer, arrival.variables, in_step)(arrival.gradients)
 
     setattr(apply, _MARK, original)
     return apply
@@ -349,5 +384,5 @@ def uninstall() -> None:
 
 
 __all__ = ["ORIGINAL_STEP", "Arrival", "LossSeen", "StepContext", "Update", "add_outside_door", "apply_classes",
-           "applying", "arrive", "current", "install", "is_applying", "remove_outside_door", "uninstall",
+           "applying", "arrive", "current", "in_loop_code", "install", "is_applying", "remove_outside_door", "uninstall",
            "unwatch_loss", "watch_loss"]

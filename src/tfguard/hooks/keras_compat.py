@@ -33,6 +33,9 @@ this module, `tf_compat` (TensorFlow's) and the keras#20585 workaround:
   `Operation._outbound_nodes`);
 * `build_shapes(model)`: the input shapes a subclassed model was built
   with (`Layer._build_shapes_dict`);
+* `sequential_graph(model)`: the functional model a `Sequential` builds
+  and runs inside (`Sequential._functional`): a model of its own, with the
+  same variables, that is not one the program made;
 * `neutral_writes(optimizer, variables)`, `neutral_apply`,
   `clip_gradients`: an optimizer's backend-neutral update
   (`keras.src.optimizers.base_optimizer.BaseOptimizer`: `apply`, `assign`,
@@ -224,6 +227,13 @@ def consumers(layer) -> list:
     return [node.operation for node in getattr(layer, "_outbound_nodes", [])]
 
 
+def sequential_graph(model) -> keras.Model | None:
+    """The functional model a built `Sequential` runs inside (`Sequential._functional`), else `None`."""
+    if not isinstance(model, keras.Sequential):
+        return None
+    return getattr(model, "_functional", None)
+
+
 def build_shapes(model) -> dict | None:
     """The input shapes a layer was built with, by `build` argument name, or `None` (never built that way)."""
     return getattr(model, "_build_shapes_dict", None)
@@ -349,4 +359,4 @@ __all__ = ["NEUTRAL_WRITES", "OPTIMIZER_CLASS", "KerasSurfaceWarning", "build_be
            "call_has_training_arg", "call_outputs", "clip_gradients", "compute_loss", "consumers", "global_seed_generator",
            "keras_history", "keras_home",
            "loss_function_kwargs", "nested_layers", "neutral_apply",
-           "neutral_writes", "optimizer_variables", "optimizers_of", "producer_inputs", "surface_changed", "unpack"]
+           "neutral_writes", "optimizer_variables", "optimizers_of", "producer_inputs", "sequential_graph", "surface_changed", "unpack"]

@@ -50,6 +50,11 @@ class Tape:
         """Marks the graph (or eager mode) that the calls to record run in."""
         self.graph = None if tf.executing_eagerly() else tf.compat.v1.get_default_graph()
 
+    def record(self, layer: keras.layers.Layer, args: tuple, outputs) -> None:
+        """Keeps one completed call (a tape of its own may keep its inputs, `args`, too)."""
+        del args
+        self.records.append((layer, outputs))
+
     def takes(self) -> bool:
         """Whether a call completing now is in the recording's own graph."""
         if tf.executing_eagerly():
@@ -76,7 +81,7 @@ def _tapped(layer: keras.layers.Layer, original):
         outputs = original(*args, **kwargs)
         tape = getattr(_ACTIVE, "tape", None)
         if tape is not None and tape.takes():
-            tape.records.append((layer, outputs))
+            tape.record(layer, args, outputs)
         return outputs
 
     return call

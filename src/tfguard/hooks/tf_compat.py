@@ -25,7 +25,10 @@ workaround (`tfguard.distribute.keras_20585`):
 * `captures(graph)`: the `(outer tensor, placeholder)` pairs a function
   graph captures (`FuncGraph.captures`);
 * `never_inlined(fn)`: a `tf.function` whose calls stay calls when the
-  calling graph runs (the `_noinline` function attribute).
+  calling graph runs (the `_noinline` function attribute);
+* `in_xla_context()`: whether ops built now are compiled with XLA
+  (`control_flow_util.GraphOrParentsInXlaContext`): a `py_function` there
+  fails to compile.
 
 Example:
 
@@ -40,7 +43,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 from tensorflow.python.framework import op_def_registry
-from tensorflow.python.ops import gen_summary_ops, script_ops, summary_ops_v2
+from tensorflow.python.ops import control_flow_util, gen_summary_ops, script_ops, summary_ops_v2
 
 _KEEP_FUNCTIONAL = tf.compat.v1.AttrValue(b=False)
 LOWER_USING_SWITCH_MERGE = "_lower_using_switch_merge"
@@ -128,5 +131,12 @@ def captures(graph) -> list[tuple[tf.Tensor, tf.Tensor]]:
     return list(graph.captures)
 
 
-__all__ = ["LOWER_USING_SWITCH_MERGE", "NO_INLINE", "captures", "keep_functional", "merge_call", "never_inlined",
+def in_xla_context() -> bool:
+    """Whether ops built now land in a function compiled with XLA (`jit_compile=True`); `False` eagerly."""
+    if tf.executing_eagerly():
+        return False
+    return bool(control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph()))
+
+
+__all__ = ["LOWER_USING_SWITCH_MERGE", "NO_INLINE", "captures", "in_xla_context", "keep_functional", "merge_call", "never_inlined",
            "op_def", "python_callable", "variant_tensor", "write_event", "write_raw_summary"]

@@ -1,6 +1,6 @@
 """Static checks of a model, its loss, a batch and a `tf.data` pipeline.
 
-Each check returns a list of `LintFinding` and never raises for a finding
+Each check returns a list of `Finding` and never raises for a finding
 (raising is for arguments it cannot read). They run at compile/fit time and
 from the CLI (`tfguard lint MODEL.keras`).
 
@@ -16,7 +16,6 @@ Example:
 from tfguard.lint.dataset import lint_dataset
 from tfguard.lint.dataset_graph import DatasetGraph, DatasetOp, read_dataset_graph
 from tfguard.lint.describe import describe_model
-from tfguard.lint.finding import SEVERITIES, SYMPTOM_IDS, LintFinding, worst_severity
 from tfguard.lint.front import front_of_model
 from tfguard.lint.heads import OutputHead, output_heads
 from tfguard.lint.inputs import lint_inputs
@@ -25,13 +24,12 @@ from tfguard.lint.losses import LossInfo, resolve_loss
 from tfguard.lint.model_lint import lint_model
 from tfguard.lint.render import lint_from_json, lint_to_json, render_lint
 from tfguard.lint.runner import lint, lint_saved_model
+from tfguard.lint.symptom_ids import SYMPTOM_IDS
 
 __all__ = [
-    "SEVERITIES",
     "SYMPTOM_IDS",
     "DatasetGraph",
     "DatasetOp",
-    "LintFinding",
     "LossInfo",
     "OutputHead",
     "describe_model",
@@ -48,5 +46,4 @@ __all__ = [
     "read_dataset_graph",
     "render_lint",
     "resolve_loss",
-    "worst_severity",
 ]

@@ -38,6 +38,7 @@ import inspect
 
 import tensorflow as tf
 
+from tfguard.findings import Finding
 from tfguard.lint.dataset_graph import (
     BATCH_OPS,
     BOOKKEEPING_OPS,
@@ -53,7 +54,7 @@ from tfguard.lint.dataset_graph import (
     read_dataset_graph,
     require_dataset,
 )
-from tfguard.lint.finding import PIPELINE_ORDER, PYTHON_IN_PIPELINE, LintFinding
+from tfguard.lint.symptom_ids import PIPELINE_ORDER, PYTHON_IN_PIPELINE
 
 _RULES = []
 
@@ -73,9 +74,9 @@ class _Context:
         self.types = [op.op for op in path]
 
     def finding(self, code, severity, index, message, suggestion, *, symptom=PIPELINE_ORDER,
-                **evidence) -> LintFinding:
+                **evidence) -> Finding:
         op = self.path[index]
-        return LintFinding(
+        return Finding(
             id=symptom,
             severity=severity,
             message=message[0].upper() + message[1:],
@@ -350,7 +351,7 @@ def _prefetch_findings(ctx: _Context):
         )
 
 
-def lint_dataset(ds: tf.data.Dataset) -> list[LintFinding]:
+def lint_dataset(ds: tf.data.Dataset) -> list[Finding]:
     """Checks the order of the ops of a `tf.data` pipeline.
 
     Example:
@@ -366,7 +367,7 @@ def lint_dataset(ds: tf.data.Dataset) -> list[LintFinding]:
         ds: a `tf.data.Dataset`.
 
     Returns:
-        A list of `LintFinding`, one per problem and op (a branch shared by
+        A list of `Finding`, one per problem and op (a branch shared by
         several paths is reported once).
 
     Raises:
@@ -377,7 +378,7 @@ def lint_dataset(ds: tf.data.Dataset) -> list[LintFinding]:
         graph = read_dataset_graph(ds)
     except (tf.errors.OpError, ValueError) as err:
         return [
-            LintFinding(
+            Finding(
                 id=PIPELINE_ORDER,
                 severity="info",
                 message=f"The pipeline's graph could not be read, so it was not checked: {err}",

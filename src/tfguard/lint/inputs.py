@@ -38,9 +38,10 @@ import keras
 import numpy as np
 
 from tfguard.errors import ContractError
-from tfguard.lint.finding import NONFINITE, UNNORMALIZED_INPUT, LintFinding
+from tfguard.findings import Finding
 from tfguard.lint.front import front_of_model
 from tfguard.lint.labels import to_numpy
+from tfguard.lint.symptom_ids import NONFINITE, UNNORMALIZED_INPUT
 
 #: Largest ratio between the largest and smallest per-feature standard deviation.
 MAX_STD_RATIO = 1e3
@@ -64,7 +65,7 @@ def _input_names(model) -> list[str]:
 
 
 def _finding(code, severity, message, where, evidence, suggestion, symptom=UNNORMALIZED_INPUT):
-    return LintFinding(
+    return Finding(
         id=symptom,
         severity=severity,
         message=message,
@@ -91,7 +92,7 @@ def _check_array(
     max_std_ratio: float,
     max_abs_mean: float,
     max_abs_value: float,
-) -> list[LintFinding]:
+) -> list[Finding]:
     where = f"input '{name}'"
     if x.size == 0 or not (np.issubdtype(x.dtype, np.number) or x.dtype == bool):
         return []
@@ -240,7 +241,7 @@ def lint_inputs(
     max_std_ratio: float = MAX_STD_RATIO,
     max_abs_mean: float = MAX_ABS_MEAN,
     max_abs_value: float = MAX_ABS_VALUE,
-) -> list[LintFinding]:
+) -> list[Finding]:
     """Checks the scale of an input batch against the front of the model.
 
     Example:
@@ -263,7 +264,7 @@ def lint_inputs(
             applies. Defaults to `MAX_ABS_VALUE` (1e3).
 
     Returns:
-        A list of `LintFinding`.
+        A list of `Finding`.
 
     Raises:
         TypeError: if `x` is not numeric, or `model` is not a `keras.Model`.

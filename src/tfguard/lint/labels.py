@@ -36,9 +36,10 @@ from typing import Any
 import numpy as np
 
 from tfguard.errors import ContractError
-from tfguard.lint.finding import LABEL_RANGE, NONFINITE, LintFinding
+from tfguard.findings import Finding
 from tfguard.lint.heads import OutputHead, output_heads
 from tfguard.lint.losses import LossInfo, losses_per_output
+from tfguard.lint.symptom_ids import LABEL_RANGE, NONFINITE
 
 #: Tolerance on the row sums of categorical labels.
 ROW_SUM_TOLERANCE = 1e-3
@@ -279,7 +280,7 @@ _CHECKS = {
 }
 
 
-def lint_head_labels(y: Any, head: OutputHead, loss: LossInfo) -> list[LintFinding]:
+def lint_head_labels(y: Any, head: OutputHead, loss: LossInfo) -> list[Finding]:
     """Checks the labels of one output against its units and loss.
 
     Args:
@@ -302,7 +303,7 @@ def lint_head_labels(y: Any, head: OutputHead, loss: LossInfo) -> list[LintFindi
     if np.issubdtype(y.dtype, np.floating) and not np.all(np.isfinite(y)):
         bad = ~np.isfinite(y)
         return [
-            LintFinding(
+            Finding(
                 id=NONFINITE,
                 severity="error",
                 message=f"{int(bad.sum())} of {y.size} labels are NaN or Inf.",
@@ -317,7 +318,7 @@ def lint_head_labels(y: Any, head: OutputHead, loss: LossInfo) -> list[LintFindi
     findings = []
     for code, severity, message, suggestion, evidence in check(y, head, loss):
         findings.append(
-            LintFinding(
+            Finding(
                 id=LABEL_RANGE,
                 severity=severity,
                 message=message[0].upper() + message[1:] + ".",
@@ -335,7 +336,7 @@ def lint_head_labels(y: Any, head: OutputHead, loss: LossInfo) -> list[LintFindi
     return findings
 
 
-def lint_labels(y: Any, model, loss: Any = None) -> list[LintFinding]:
+def lint_labels(y: Any, model, loss: Any = None) -> list[Finding]:
     """Checks label values against the model's output units and loss.
 
     Example:
@@ -353,7 +354,7 @@ def lint_labels(y: Any, model, loss: Any = None) -> list[LintFinding]:
             the model was compiled with (nothing is checked without one).
 
     Returns:
-        A list of `LintFinding`.
+        A list of `Finding`.
 
     Raises:
         TypeError: if `model` is not a `keras.Model` or `y` is not numeric.

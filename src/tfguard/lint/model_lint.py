@@ -34,13 +34,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from tfguard.lint.finding import LOSS_ACTIVATION_MISMATCH, LintFinding
+from tfguard.findings import Finding
 from tfguard.lint.heads import OutputHead, output_heads
 from tfguard.lint.losses import LossInfo, losses_per_output
+from tfguard.lint.symptom_ids import LOSS_ACTIVATION_MISMATCH
 from tfguard.losses import output_mismatches
 
 
-def lint_head(head: OutputHead, loss: LossInfo) -> list[LintFinding]:
+def lint_head(head: OutputHead, loss: LossInfo) -> list[Finding]:
     """Checks one output head against its loss.
 
     Args:
@@ -56,7 +57,7 @@ def lint_head(head: OutputHead, loss: LossInfo) -> list[LintFinding]:
                                    head.units, head.source)
     for mismatch in mismatches:
         findings.append(
-            LintFinding(
+            Finding(
                 id=LOSS_ACTIVATION_MISMATCH,
                 severity=mismatch.severity,
                 message=mismatch.message,
@@ -78,7 +79,7 @@ def lint_head(head: OutputHead, loss: LossInfo) -> list[LintFinding]:
     return findings
 
 
-def lint_model(model, loss: Any = None) -> list[LintFinding]:
+def lint_model(model, loss: Any = None) -> list[Finding]:
     """Checks the output activation of a model against its loss.
 
     Example:
@@ -96,7 +97,7 @@ def lint_model(model, loss: Any = None) -> list[LintFinding]:
             a one-unit softmax, run when there is none).
 
     Returns:
-        A list of `LintFinding` (empty for a matched model and loss).
+        A list of `Finding` (empty for a matched model and loss).
 
     Raises:
         TypeError: if `model` is not a `keras.Model` or `loss` is not a loss.

@@ -14,8 +14,8 @@ JSON shape::
 
 Example:
 
-from tfguard.lint.finding import LintFinding
->>> f = LintFinding("label_range", "error", "Label 10 >= 10 units.", "labels", {"code": "x"}, "")
+from tfguard.findings import Finding
+>>> f = Finding("label_range", "error", "Label 10 >= 10 units.", "labels", {"code": "x"}, "")
 >>> lint_from_json(lint_to_json([f])) == [f]
 True
 """
@@ -28,9 +28,8 @@ from rich.console import Console
 from rich.text import Text
 
 from tfguard.errors import ContractError
-from tfguard.findings import strict_json
+from tfguard.findings import SEVERITIES, Finding, strict_json
 from tfguard.findings_table import count_text, show_findings
-from tfguard.lint.finding import SEVERITIES, LintFinding
 
 JSON_VERSION = 1
 
@@ -41,7 +40,7 @@ def _counts(findings) -> dict:
     return counts
 
 
-def render_lint(findings: list[LintFinding], console: Console, *, title: str = "tfguard lint"):
+def render_lint(findings: list[Finding], console: Console, *, title: str = "tfguard lint"):
     """Writes findings to a rich console as a table, worst first, with a count line.
 
     Example:
@@ -72,7 +71,7 @@ def render_lint(findings: list[LintFinding], console: Console, *, title: str = "
     console.print(count_text(findings))
 
 
-def lint_to_json(findings: list[LintFinding], *, indent: int | None = 2) -> str:
+def lint_to_json(findings: list[Finding], *, indent: int | None = 2) -> str:
     """Serializes findings to JSON (strict: non-finite numbers become strings).
 
     Args:
@@ -91,7 +90,7 @@ def lint_to_json(findings: list[LintFinding], *, indent: int | None = 2) -> str:
     return json.dumps(strict_json(payload), indent=indent, allow_nan=False)
 
 
-def lint_from_json(text: str) -> list[LintFinding]:
+def lint_from_json(text: str) -> list[Finding]:
     """Reads findings back from `lint_to_json` output.
 
     Args:
@@ -113,6 +112,6 @@ def lint_from_json(text: str) -> list[LintFinding]:
             f"version={payload.get('version') if isinstance(payload, dict) else None!r}"
         )
     try:
-        return [LintFinding.from_dict(item) for item in payload.get("findings", [])]
+        return [Finding.from_dict(item) for item in payload.get("findings", [])]
     except (TypeError, ContractError) as err:
         raise ValueError(f"Expected lint JSON findings. Received: {err}") from None

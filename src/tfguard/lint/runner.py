@@ -30,9 +30,9 @@ import keras
 import tensorflow as tf
 
 from tfguard.errors import ContractError
+from tfguard.findings import Finding
 from tfguard.lint.dataset import is_batched, lint_dataset
 from tfguard.lint.dataset_graph import require_dataset
-from tfguard.lint.finding import LintFinding
 from tfguard.lint.inputs import lint_inputs
 from tfguard.lint.labels import lint_labels
 from tfguard.lint.model_lint import lint_model
@@ -75,7 +75,7 @@ def lint(
     x: Any = None,
     y: Any = None,
     dataset: tf.data.Dataset | None = None,
-) -> list[LintFinding]:
+) -> list[Finding]:
     """Runs every static check that applies to the arguments given.
 
     Example:
@@ -107,7 +107,7 @@ def lint(
             f"Received an invalid value for `model`, expected a keras.Model. "
             f"Received: model of type {type(model).__name__}"
         )
-    findings: list[LintFinding] = []
+    findings: list[Finding] = []
     if model is not None:
         findings.extend(lint_model(model))
     from_dataset = False
@@ -129,7 +129,7 @@ def lint(
     return findings
 
 
-def lint_saved_model(path: str | os.PathLike) -> list[LintFinding]:
+def lint_saved_model(path: str | os.PathLike) -> list[Finding]:
     """Loads a `.keras` model file safely and checks its activation against its loss.
 
     Example:

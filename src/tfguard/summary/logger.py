@@ -25,7 +25,11 @@ every tag of `tfguard.tags` in it, all at one global step: the optimizer's
   where) and the counters;
 * for every invariant check of a correct program (`tfguard.invariants`:
   after the first step and at epoch ends): `invariants/records`, one JSON
-  object per check, passed or not.
+  object per check, passed or not;
+* when the model is compiled again between its fits (`begin_phase`: a
+  fine-tuning phase after transfer learning), the steps go on where the
+  last phase ended, and `config/phases` (one JSON object per phase) and
+  the `config/hparams` table, with a row per phase, are written again.
 
 Everything step-level comes from the model's instrumentation
 (`tfguard.instrument`): the signals, weight norms and update ratios are
@@ -99,7 +103,6 @@ from tfguard.summary import lifecycle, runinfo
 from tfguard.summary.keras_args import KerasArguments
 from tfguard.summary.keras_writes import weight_values
 from tfguard.summary.logger_options import (
-    HISTOGRAM_KINDS,
     check_callables,
     check_every,
     histogram_kinds,
@@ -211,6 +214,10 @@ class Logger(RunStart, StepListener, RunEnd, keras.callbacks.Callback):
     (`tfguard run` sets 20, as for its live diagnosis: a run that explodes within a few steps
     shows its growth only step by step)."""
 
+    step_offset: int = 0
+    """Added to the optimizer's step in everything written: the steps of the run's earlier
+    training phases (`begin_phase`)."""
+
     def __init__(
         self,
         logdir=None,
@@ -299,6 +306,7 @@ class Logger(RunStart, StepListener, RunEnd, keras.callbacks.Callback):
         self._next_epoch = 0
         self._profiler = BatchProfiler(self.keras.profile_batch, lambda: self.run_path) \
             if self.keras.profile_batch else None
+        self.phases: list[dict] = []  # the run's training phases, once it has more than one
 
     # -- settings --------------------------------------------------------------
     @property
@@ -394,9 +402,22 @@ class Logger(RunStart, StepListener, RunEnd, keras.callbacks.Callback):
         if self._training:
             self._finish("success")
 
+    def begin_phase(self, step_offset: int, phases: list[dict]) -> None:
+        """The next fit starts a new training phase of the run (its model was compiled again).
+
+        A compiled-again model's optimizer counts its steps from its own start: the run's steps go
+        on from `step_offset` (its steps so far, less the new optimizer's count). The next fit
+        writes its configuration again, with one row per phase, and `config/phases` (`phases`:
+        one dict per phase, as `tfguard.diagnose.Diagnosis.phases`).
+        """
+        self.step_offset = int(step_offset)
+        self.phases = [dict(p) for p in phases]
+        self._config_text_written = False
+
     # -- helpers -------------------------------------------------------------------
     def _read_step(self) -> int:
-        return self._inst.global_step() if self._inst is not None else model_step(self.model)
+        step = self._inst.global_step() if self._inst is not None else model_step(self.model)
+        return step + self.step_offset
 
     def _mark_speed(self) -> None:
         """Steps per second count from here: after the fit's first steps (their traces compiled)."""
@@ -406,4 +427,4 @@ class Logger(RunStart, StepListener, RunEnd, keras.callbacks.Callback):
         self._queue.emit(self._writer, self.active)
 
 
-__all__ = ["HISTOGRAM_KINDS", "Logger"]
+__all__ = ["Logger"]

@@ -127,7 +127,9 @@ class RunEnd:
         status = "aborted" if isinstance(error, KeyboardInterrupt) else "failure"
         inst = self._inst
         self._failure = failure_record(
-            error, self.model, step=inst.host_step if inst is not None else self._step,
+            error, self.model,
+            step=inst.host_step + self.step_offset if inst is not None and inst.host_step is not None
+            else self._step,
             batch_size=getattr(inst, "last_batch_size", None))
         self._finish(status, quiet=True)
 

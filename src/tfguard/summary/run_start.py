@@ -24,10 +24,12 @@ Example (a run directory holds the configuration after the first epoch):
 
 from __future__ import annotations
 
+import json
 import os
 
 from tfguard import tags
 from tfguard.distribute.multiworker import is_chief
+from tfguard.findings import strict_json
 from tfguard.hooks import marks
 from tfguard.summary import hparams as hparams_module
 from tfguard.summary import lifecycle, runinfo
@@ -128,8 +130,11 @@ class RunStart:
             guard=inst.guard.policy if inst is not None and inst.guard is not None else "off",
             scalars_every=self.scalars_every,
             histograms_every=self.histograms_every if self.histogram_kinds else 0,
+            **runinfo.phase_rows(self.phases),
         )
         values = [text_value(tags.CONFIG_HPARAMS, hparams_module.hparams_markdown(self.hparams, config))]
+        if self.phases:
+            values.append(text_value(tags.CONFIG_PHASES, json.dumps(strict_json(self.phases))))
         description = runinfo.model_description(self.model)
         if description is not None:
             values.append(text_value(tags.CONFIG_MODEL, description))

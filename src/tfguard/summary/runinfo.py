@@ -96,6 +96,25 @@ def run_config(model, params: dict | None = None, **settings) -> dict:
     return config
 
 
+def phase_rows(phases: list[dict]) -> dict[str, str]:
+    """The `config/hparams` rows of a run's training phases (none for a run of one phase).
+
+    Example:
+
+    >>> phase_rows([{"phase": 1, "first_step": 1, "optimizer": "Adam", "learning_rate": 0.01,
+    ...              "trainable_variables": 2, "trainable_parameters": 330}])
+    {'phase 1': 'from step 1: Adam, learning rate 0.01, 2 trainable variables (330 parameters)'}
+    """
+    rows = {}
+    for phase in phases:
+        rate = phase.get("learning_rate")
+        rate = f"learning rate {rate:.4g}, " if isinstance(rate, (int, float)) else ""
+        rows[f"phase {phase.get('phase')}"] = (
+            f"from step {phase.get('first_step')}: {phase.get('optimizer')}, {rate}"
+            f"{phase.get('trainable_variables')} trainable variables ({phase.get('trainable_parameters')} parameters)")
+    return rows
+
+
 def model_description(model) -> str | None:
     """The JSON of `tfguard.lint.describe_model(model)`, or `None` if that is missing or fails.
 
@@ -169,4 +188,5 @@ def guard_event_json(event) -> str:
     return json.dumps(strict_json(event_record(event)))
 
 
-__all__ = ["guard_event_json", "guard_event_line", "learning_rate", "lint_json", "loss_name", "model_description", "run_config"]
+__all__ = ["guard_event_json", "guard_event_line", "learning_rate", "lint_json", "loss_name", "model_description",
+           "phase_rows", "run_config"]

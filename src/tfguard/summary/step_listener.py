@@ -24,6 +24,7 @@ Example (a guarded model's skipped batch is heard as a guard event):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from tfguard import tags
@@ -73,7 +74,7 @@ class StepListener:
             self._listen(False)  # the first steps were observed one by one: back to the schedule
             self._listen(True)
         self._first_batch_values()
-        self._step = step = record.step
+        self._step = step = record.step + self.step_offset
         step_values = runinfo.step_values(record, getattr(self.model, "optimizer", None))
         values: list = list(step_values.items())  # (tag, number): written in place (`RunWriter.write`)
         if record.scalars and record.moved:
@@ -86,6 +87,8 @@ class StepListener:
     def _on_guard_event(self, event) -> None:
         if not (self._training and self.active):
             return
+        if self.step_offset:
+            event = dataclasses.replace(event, step=int(event.step) + self.step_offset)
         step = int(event.step)
         values = [text_value(tags.GUARD_EVENTS, guard_event_line(event)),
                   text_value(tags.GUARD_RECORDS, guard_event_json(event)), *self._guard_counters(step)]

@@ -88,7 +88,8 @@ def test_json_schema_on_real_runs(offline):
     assert set(runs) == set(offline)
     run = runs["dead_relu"]
     assert set(run) == {"run", "source", "status", "healthy", "hparams", "metrics", "symptoms", "rules_run",
-                        "rules_skipped", "notes"}
+                        "rules_skipped", "notes", "phases"}
+    assert run["phases"] == []  # one compile: one phase, nothing to say
     symptom = run["symptoms"][0]
     assert set(symptom) == {"id", "severity", "message", "where", "evidence", "suggestion",
                             "onset_step", "onset_epoch", "cause"}

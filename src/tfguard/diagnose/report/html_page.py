@@ -45,7 +45,6 @@ import os
 from collections.abc import Iterable
 
 from tfguard.diagnose.engine import Diagnosis
-from tfguard.diagnose.finding import SYMPTOMS, fmt
 from tfguard.diagnose.report.compare.section import compare_section
 from tfguard.diagnose.report.compare.select import detailed_runs
 from tfguard.diagnose.report.html.evidence import distributions_section, evidence_section
@@ -63,6 +62,7 @@ from tfguard.diagnose.report.plots.curves import (
 from tfguard.diagnose.report.terminal import unreadable
 from tfguard.errors import ContractError
 from tfguard.files import write_atomic
+from tfguard.findings import SYMPTOMS, fmt
 
 TITLE = "tfguard report"
 

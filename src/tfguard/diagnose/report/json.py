@@ -35,7 +35,12 @@ field is never renamed or removed without bumping the version)::
                                            # the symptoms, worst first, then by onset
           "rules_run": [str],
           "rules_skipped": [{"id": str, "reason": str}],
-          "notes": [str]
+          "notes": [str],
+          "phases": [{"phase": int,        # a model compiled again between its fits: one per compile
+                      "first_step": int,   # the run's step of its first update
+                      "optimizer": str, "learning_rate": number | null,
+                      "trainable_variables": int, "trainable_parameters": int}, ...]
+                                           # [] for a run of one phase
         }, ...
       ]
     }
@@ -84,6 +89,7 @@ def run_to_json(diagnosis: Diagnosis) -> dict:
         "rules_run": list(diagnosis.rules_run),
         "rules_skipped": [dict(s) for s in diagnosis.rules_skipped],
         "notes": list(diagnosis.notes),
+        "phases": [dict(p) for p in diagnosis.phases],
     })
 
 

@@ -1,6 +1,7 @@
 """`render_terminal`: diagnoses as a rich terminal summary.
 
-One block per run: its name, source and hyperparameters, the final and best
+One block per run: its name, source and hyperparameters, its training
+phases (a model compiled again between its fits), the final and best
 epoch metrics, a table of the symptoms (severity, id, layer, onset, what
 was seen and what to try), and the rules that could not run with the
 reason. Text from logs (run names, hparams, layer names, messages) is shown
@@ -29,8 +30,8 @@ from rich.console import Console
 from rich.text import Text
 
 from tfguard.diagnose.engine import Diagnosis
-from tfguard.diagnose.finding import fmt
 from tfguard.diagnose.inputs.normalize import DAMAGE_NOTES
+from tfguard.findings import fmt
 from tfguard.findings_table import SEVERITY_STYLES, count_text, show_findings
 from tfguard.text import clean
 
@@ -53,6 +54,22 @@ def _metrics_line(d: Diagnosis) -> Text:
             where = f" @ epoch {m['best_epoch']}" if m["best_epoch"] is not None else ""
             text.append(f", best {fmt(m['best'])}{where}")
     return text
+
+
+def phase_line(phase: dict) -> str:
+    """One training phase in words.
+
+    Example:
+
+    >>> phase_line({"phase": 2, "first_step": 31, "optimizer": "Adam", "learning_rate": 1e-4,
+    ...             "trainable_variables": 4, "trainable_parameters": 2410})
+    'phase 2 from step 31: Adam, learning rate 1.00e-04, 4 trainable variables (2410 parameters)'
+    """
+    rate = phase.get("learning_rate")
+    return (f"phase {phase.get('phase')} from step {phase.get('first_step')}: {phase.get('optimizer')}, "
+            f"learning rate {fmt(rate) if isinstance(rate, (int, float)) else 'unknown'}, "
+            f"{phase.get('trainable_variables')} trainable variables "
+            f"({phase.get('trainable_parameters')} parameters)")
 
 
 def render_run(d: Diagnosis, console: Console, *, show_skipped: bool = True) -> None:
@@ -88,6 +105,8 @@ def render_run(d: Diagnosis, console: Console, *, show_skipped: bool = True) -> 
         hp = Text("hparams: ", style="dim")
         hp.append(", ".join(f"{clean(k, 60)}={clean(v, 80)}" for k, v in d.hparams.items()))
         console.print(hp)
+    for phase in d.phases:
+        console.print(Text(clean(phase_line(phase), 300), style="dim"))
     if d.metrics:
         console.print(_metrics_line(d))
     if d.findings:

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from tfguard.diagnose.finding import Finding, fmt
 from tfguard.diagnose.inputs.signals import MissingSignals, Series, Signals
 from tfguard.diagnose.rules.base import (
     first_persistent,
@@ -46,6 +45,7 @@ from tfguard.diagnose.rules.base import (
 )
 from tfguard.diagnose.rules.initialization import too_wide
 from tfguard.diagnose.thresholds import Thresholds
+from tfguard.findings import Finding, fmt
 
 _NOT_RELU = {"sigmoid", "tanh", "softmax", "softplus", "softsign", "linear", "exponential"}
 

@@ -22,9 +22,9 @@ from collections.abc import Callable
 import numpy as np
 
 from tfguard import tags
-from tfguard.diagnose.finding import Finding
 from tfguard.diagnose.inputs.signals import MissingSignals, Series, Signals
 from tfguard.diagnose.thresholds import Thresholds
+from tfguard.findings import Finding
 from tfguard.losses import described_loss, resolved_kind
 
 RuleFn = Callable[[Signals, Thresholds], list[Finding]]

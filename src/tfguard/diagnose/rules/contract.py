@@ -37,10 +37,10 @@ from __future__ import annotations
 import numpy as np
 
 from tfguard import tags
-from tfguard.diagnose.finding import Finding
 from tfguard.diagnose.inputs.signals import MissingSignals, Signals, missing
 from tfguard.diagnose.rules.base import loss_kind, output_activation, output_units
 from tfguard.diagnose.thresholds import Thresholds
+from tfguard.findings import Finding
 from tfguard.losses import described_loss, output_mismatches, resolved_kind
 
 _PROBABILITIES = {"softmax", "sigmoid"}

@@ -34,10 +34,10 @@ from __future__ import annotations
 import numpy as np
 
 from tfguard import tags
-from tfguard.diagnose.finding import Finding, fmt
 from tfguard.diagnose.inputs.signals import MissingSignals, Signals, missing
 from tfguard.diagnose.rules.base import loss_kind, output_activation, output_units
 from tfguard.diagnose.thresholds import Thresholds
+from tfguard.findings import Finding, fmt
 from tfguard.losses import resolved_kind
 
 #: Output activation -> the closed range of values it can produce.
@@ -238,7 +238,7 @@ def _from_guard_events(signals: Signals) -> list[Finding]:
 def _lint_findings(signals: Signals) -> list[Finding]:
     findings = []
     for item in signals.lint:
-        if hasattr(item, "to_dict"):  # a tfguard.lint.LintFinding
+        if hasattr(item, "to_dict"):  # a tfguard.findings.Finding
             item = item.to_dict()
         if not isinstance(item, dict):
             item = {"id": "pipeline_order", "message": str(item)}

@@ -34,11 +34,10 @@ Example:
 
 from __future__ import annotations
 
-from tfguard.diagnose.finding import Finding
 from tfguard.diagnose.inputs.signals import MissingSignals, Signals
 from tfguard.diagnose.inputs.violations import violations
 from tfguard.diagnose.thresholds import Thresholds
-from tfguard.findings import STAGE_FIXES
+from tfguard.findings import STAGE_FIXES, Finding
 
 LABEL_CHECKS = ("labels", "one_hot", "probabilities")
 """Data checks of labels against the loss: `label_range` reports them."""

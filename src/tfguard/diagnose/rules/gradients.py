@@ -32,7 +32,6 @@ import math
 import numpy as np
 
 from tfguard import tags
-from tfguard.diagnose.finding import Finding, fmt
 from tfguard.diagnose.inputs.signals import MissingSignals, Series, Signals, death_point, missing
 from tfguard.diagnose.rules.base import (
     baseline,
@@ -43,6 +42,7 @@ from tfguard.diagnose.rules.base import (
 )
 from tfguard.diagnose.rules.initialization import growth_before_death, growth_text, initialization
 from tfguard.diagnose.thresholds import Thresholds
+from tfguard.findings import Finding, fmt
 
 
 def _growth_onset(series: Series, thresholds: Thresholds, factor: float):

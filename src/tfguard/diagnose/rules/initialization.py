@@ -41,10 +41,10 @@ import math
 import numpy as np
 
 from tfguard import tags
-from tfguard.diagnose.finding import Finding, fmt
 from tfguard.diagnose.inputs.signals import Series, Signals
 from tfguard.diagnose.rules.base import chance_loss
 from tfguard.diagnose.thresholds import Thresholds
+from tfguard.findings import Finding, fmt
 
 _SATURATING = {"sigmoid", "tanh", "softmax", "hard_sigmoid", "softsign"}
 

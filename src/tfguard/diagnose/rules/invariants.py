@@ -34,11 +34,10 @@ import functools
 import json
 
 from tfguard import tags
-from tfguard.diagnose.finding import Finding
 from tfguard.diagnose.inputs.signals import MissingSignals, Signals
 from tfguard.diagnose.rules.base import accuracy_reached
 from tfguard.diagnose.thresholds import Thresholds
-from tfguard.findings import fmt
+from tfguard.findings import Finding, fmt
 
 LISTED = 5
 """Variables named in a message; the evidence keeps them all."""

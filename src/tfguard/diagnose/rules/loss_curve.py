@@ -36,7 +36,6 @@ from __future__ import annotations
 import numpy as np
 
 from tfguard import tags
-from tfguard.diagnose.finding import Finding, fmt
 from tfguard.diagnose.inputs.signals import MissingSignals, Series, Signals
 from tfguard.diagnose.rules.base import (
     accuracy_curve,
@@ -49,6 +48,7 @@ from tfguard.diagnose.rules.base import (
     require_epochs,
 )
 from tfguard.diagnose.thresholds import Thresholds
+from tfguard.findings import Finding, fmt
 
 _SOURCES = {
     "batch": "the first logged batch losses",

@@ -28,10 +28,10 @@ import re
 import numpy as np
 
 from tfguard import tags
-from tfguard.diagnose.finding import Finding, fmt
 from tfguard.diagnose.inputs.signals import MissingSignals, Series, Signals
 from tfguard.diagnose.rules.firewall import stage_finding
 from tfguard.diagnose.thresholds import Thresholds
+from tfguard.findings import Finding, fmt
 
 _GUARDED_SUGGESTION = (
     "Lower the learning rate or clip gradients (e.g. `clipnorm=1.0`), compute the loss "

@@ -33,10 +33,10 @@ from rich.text import Text
 
 from tfguard import tags
 from tfguard.diagnose.engine import Diagnosis, lower_is_better
-from tfguard.diagnose.finding import fmt
 from tfguard.diagnose.offline import diagnose_logdir
 from tfguard.diagnose.report.terminal import clean
 from tfguard.diagnose.thresholds import Thresholds
+from tfguard.findings import fmt
 from tfguard.findings_table import SEVERITY_STYLES
 
 

@@ -27,11 +27,11 @@ from __future__ import annotations
 
 from tfguard import tags
 from tfguard.diagnose.engine import Diagnosis
-from tfguard.diagnose.finding import fmt
 from tfguard.diagnose.report.compare.overlay import overlay_png
 from tfguard.diagnose.report.compare.rank import FINAL_METRICS, compare_diagnoses
 from tfguard.diagnose.report.html.parts import e, hparam_text, img, logged_table, table
 from tfguard.diagnose.report.plots.kit import run_color
+from tfguard.findings import fmt
 
 MAX_HPARAM_COLUMNS = 8
 """The most hyperparameters shown as columns (those that differ between runs first)."""

@@ -1,4 +1,4 @@
-"""What every lint check returns: a `Finding` (`tfguard.findings`), named `LintFinding` here.
+"""The symptom ids the lint checks emit; each check returns `tfguard.findings.Finding`s.
 
 A finding is a statement about a model, a loss, a batch or a `tf.data`
 pipeline that was read before training (or at compile/fit time). It is the
@@ -13,7 +13,8 @@ arguments a check cannot read at all.
 
 Example:
 
->>> f = LintFinding(
+>>> from tfguard.findings import Finding
+>>> f = Finding(
 ...     id="pipeline_order",
 ...     severity="warning",
 ...     message="shuffle is applied after batch.",
@@ -26,8 +27,6 @@ Example:
 """
 
 from __future__ import annotations
-
-from tfguard.findings import SEVERITIES, Finding, severity_rank, worst_severity
 
 # Symptom ids this room emits (a subset of the published vocabulary).
 LOSS_ACTIVATION_MISMATCH = "loss_activation_mismatch"
@@ -47,9 +46,5 @@ SYMPTOM_IDS = (
     PYTHON_IN_PIPELINE,
 )
 
-
-LintFinding = Finding
-"""A static check's finding: the same `tfguard.findings.Finding` the diagnosis uses."""
-
-__all__ = ["INPUT_BOUND", "LABEL_RANGE", "PYTHON_IN_PIPELINE", "LOSS_ACTIVATION_MISMATCH", "NONFINITE", "PIPELINE_ORDER", "SEVERITIES",
-           "SYMPTOM_IDS", "UNNORMALIZED_INPUT", "LintFinding", "severity_rank", "worst_severity"]
+__all__ = ["INPUT_BOUND", "LABEL_RANGE", "LOSS_ACTIVATION_MISMATCH", "NONFINITE", "PIPELINE_ORDER", "PYTHON_IN_PIPELINE",
+           "SYMPTOM_IDS", "UNNORMALIZED_INPUT"]

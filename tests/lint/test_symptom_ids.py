@@ -4,13 +4,13 @@ import numpy as np
 import pytest
 
 from tfguard.errors import ContractError
-from tfguard.findings import SYMPTOMS, strict_json
-from tfguard.lint import finding as finding_module
-from tfguard.lint.finding import SYMPTOM_IDS, LintFinding, severity_rank, worst_severity
+from tfguard.findings import SYMPTOMS, Finding, severity_rank, strict_json, worst_severity
+from tfguard.lint import symptom_ids as symptom_ids_module
+from tfguard.lint.symptom_ids import SYMPTOM_IDS
 
 
 def make(severity="warning", **evidence):
-    return LintFinding("label_range", severity, "msg", "here", {"code": "c", **evidence}, "fix")
+    return Finding("label_range", severity, "msg", "here", {"code": "c", **evidence}, "fix")
 
 
 def test_fields_code_and_dict():
@@ -47,7 +47,7 @@ def test_bad_severity_raises_with_received_value(severity):
 
 def test_empty_id_raises():
     with pytest.raises(ContractError, match="id"):
-        LintFinding("", "info", "m", "w")
+        Finding("", "info", "m", "w")
 
 
 def test_worst_severity_and_rank():
@@ -58,7 +58,7 @@ def test_worst_severity_and_rank():
 
 
 def test_every_id_the_lint_room_names_is_a_published_symptom():
-    named = set(SYMPTOM_IDS) | {value for name, value in vars(finding_module).items()
+    named = set(SYMPTOM_IDS) | {value for name, value in vars(symptom_ids_module).items()
                                 if name.isupper() and isinstance(value, str)}
     unpublished = sorted(named - set(SYMPTOMS))
     assert not unpublished, f"lint names symptom ids missing from tfguard.findings.SYMPTOMS: {unpublished}"

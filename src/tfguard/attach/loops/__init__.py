@@ -1,0 +1,1 @@
+"""Hand-written training loops under `tfguard run`: recorded at their optimizer's updates (see `recorder`)."""
