@@ -81,14 +81,15 @@ def test_a_healthy_run_of_hundreds_of_steps_rejects_nothing():
 def test_bad_batches_are_rejected_where_they_sit_and_the_weights_equal_a_run_without_them():
     x, y = _data()
     spoiled = _model()
-    _, events = _fit(spoiled, *_spoiled(x, y))
+    history, events = _fit(spoiled, *_spoiled(x, y))
     assert [(e.batch, e.checkpoint) for e in events] == [(CORRUPTED, "spike"), (NAN, "data"), (MISLABELLED, "spike")]
+    assert history.history["guard_skipped"] == [3.0]  # counted in `history` as any rejected step
     assert {e.where for e in events if e.checkpoint == "spike"} <= {"loss", "gradient_norm"}
     clean = _model()
     _, none = _fit(clean, *_without(x, y, [CORRUPTED, NAN, MISLABELLED]))
     assert none == []
-    assert foreign.bitwise_equal(foreign.state_of(spoiled, spoiled.optimizer, metrics=False),
-                                 foreign.state_of(clean, clean.optimizer, metrics=False))
+    assert foreign.bitwise_equal(foreign.state_of(spoiled, spoiled.optimizer),  # metrics too: one fit each
+                                 foreign.state_of(clean, clean.optimizer))
     loss = instrumentation_of(spoiled).spike_window.values("loss")
     assert len(loss) == 128 and np.isfinite(loss).all()  # the NaN batch never entered the window
 
@@ -221,11 +222,11 @@ def test_a_gan_is_watched_through_its_gradient_norm_and_both_optimizers_stay_unt
     class Before(keras.callbacks.Callback):
         def on_train_batch_begin(self, batch, logs=None):
             if batch == 100:
-                states.append(foreign.state_of(model, model.d_optimizer, model.g_optimizer, metrics=False))
+                states.append(foreign.state_of(model, model.d_optimizer, model.g_optimizer))
 
         def on_train_batch_end(self, batch, logs=None):
             if batch == 100:
-                states.append(foreign.state_of(model, model.d_optimizer, model.g_optimizer, metrics=False))
+                states.append(foreign.state_of(model, model.d_optimizer, model.g_optimizer))
 
     tfguard.guard(model, policy="skip", spikes=True, quarantine_dir=None)
     with warnings.catch_warnings():
