@@ -13,7 +13,13 @@ traces:
    precision) and the diagnosis's healthy programs (`tests/diagnose/
    programs.py`: digits MLP and CNN, moons, regression), each trained as
    written under `guard(model, policy="skip", spikes=True)`. Every spike
-   flagged on them is a false skip.
+   flagged on them is a false skip. Beside them, two wider healthy sets the
+   stage was not developed on: the array programs' batches laid out as in
+   2. without any injection (`--reshuffled` seeds: the clean twins of the
+   injected runs), and the 13 healthy setups of
+   `benchmarks/diagnosis_false_alarms.py` (`--sweep` seeds; digits, moons,
+   breast cancer and regression under Adam, SGD with momentum, RMSprop;
+   `fit` as written there, shuffled, partial last batches).
 2. **Detection of injected spikes**: the array programs again, their batches
    laid out in advance, with bad batches injected after the warm-up at
    random places: *corrupted* (two rows scaled by 100 with a wrong label)
@@ -28,7 +34,7 @@ value of each signal at every step, before the decision). OLMo-core's rule
 is replayed on them offline; where tfguard skipped a batch, OLMo-core's
 optimizer is assumed to have skipped it too (it did, when it flagged it).
 
-Run: `.venv/bin/python benchmarks/spike_detection.py [--seeds 2 --quick]`
+Run: `.venv/bin/python benchmarks/spike_detection.py [--seeds 2 --reshuffled 5 --sweep 1 --quick]`
 """
 
 from __future__ import annotations
@@ -42,12 +48,14 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the programs the tests train (`tests.diagnose`)
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the healthy setups of `diagnosis_false_alarms.py`
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 from tests.diagnose import programs as P  # noqa: E402
 from tests.diagnose import user_programs as U  # noqa: E402
 
+import diagnosis_false_alarms as F  # noqa: E402
 import tfguard  # noqa: E402
 from tfguard.firewall import host, spikes  # noqa: E402
 from tfguard.firewall.step import OUTPUT_KEY  # noqa: E402
@@ -145,6 +153,18 @@ def healthy_user_program(program, traces: Traces) -> tuple[set, list]:
     return flagged, runs
 
 
+def healthy_setup(config, seed: int, traces: Traces) -> tuple[set, dict]:
+    """One healthy setup of `diagnosis_false_alarms.CONFIGS`, fitted as written there, guarded with spikes."""
+    name, data, build, units, act, loss, optimizer, epochs, batch = config
+    keras.utils.set_random_seed(seed)
+    (x, y), val = data()
+    model = build(x.shape[1], units, act)
+    model.compile(optimizer=optimizer(), loss=loss, metrics=["accuracy"] if loss != "mse" else ["mae"])
+    traces.start(f"{name} #{seed}")
+    flagged = guarded_fit(model, x=x, y=y, validation_data=val, epochs=epochs, batch_size=batch)
+    return flagged, traces.runs[-1]
+
+
 def _clean_window(values: dict, step: int, skipped: set, window: int) -> np.ndarray:
     return np.asarray([values[s] for s in sorted(values) if s < step and s not in skipped][-window:])
 
@@ -221,6 +241,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=2, help="seeds of the injected runs")
     parser.add_argument("--count", type=int, default=6, help="spikes injected per run")
+    parser.add_argument("--reshuffled", type=int, default=5,
+                        help="seeds of the array programs' batches laid out as in 2., nothing injected")
+    parser.add_argument("--sweep", type=int, default=1, help="seeds of diagnosis_false_alarms.py's 13 healthy setups")
     parser.add_argument("--quick", action="store_true", help="array programs only for the healthy half")
     args = parser.parse_args(argv)
     config = spikes.SpikeConfig()
@@ -232,12 +255,24 @@ def main(argv=None) -> int:
             model, fit, _, _ = build()
             traces.start(name)
             flagged = guarded_fit(model, **fit)
-            healthy.append((name, flagged, olmo_flags(traces.runs[-1]), traces.runs[-1]["steps"]))
+            healthy.append(("as written", name, flagged, olmo_flags(traces.runs[-1]), traces.runs[-1]))
         if not args.quick:
             for program in U.HEALTHY:
                 flagged, runs = healthy_user_program(program, traces)
-                healthy.append((program.name, flagged, set().union(*(olmo_flags(r) for r in runs)),
-                                sum(r["steps"] for r in runs)))
+                healthy.append(("as written", program.name, flagged, set().union(*(olmo_flags(r) for r in runs)),
+                                runs[-1]))
+        for seed in range(args.reshuffled):
+            for name, build in ARRAY_PROGRAMS.items():
+                keras.utils.set_random_seed(seed)
+                model, fit, _, _ = build()
+                x, y, batch = stream(fit, seed)
+                traces.start(f"{name} #{seed}")
+                flagged = guarded_fit(model, x=x, y=y, batch_size=batch, epochs=1, shuffle=False)
+                healthy.append(("reshuffled", f"{name} #{seed}", flagged, olmo_flags(traces.runs[-1]), traces.runs[-1]))
+        for seed in range(args.sweep):
+            for setup in F.CONFIGS:
+                flagged, run = healthy_setup(setup, seed, traces)
+                healthy.append(("sweep", run["name"], flagged, olmo_flags(run), run))
         for seed in range(args.seeds):
             for name, build in ARRAY_PROGRAMS.items():
                 keras.utils.set_random_seed(seed)
@@ -252,12 +287,19 @@ def main(argv=None) -> int:
                 injected.append((f"{name} #{seed}", kinds, flagged, olmo_flags(run), missed, spiked))
     print(f"spike detection: defaults {config}, {time.perf_counter() - began:.0f}s, "
           f"TF {__import__('tensorflow').__version__}, Keras {keras.__version__}")
-    print("\n1. false skips on healthy programs (every flagged step is one)")
-    print(f"{'program':28s} {'steps':>6s} {'tfguard':>8s} {'OLMo-core rule':>15s}")
-    for name, ours, theirs, steps in healthy:
-        print(f"{name:28s} {steps:6d} {len(ours):8d} {len(theirs):15d}")
-    total = sum(len(o) for _, o, _, _ in healthy), sum(len(t) for _, _, t, _ in healthy)
-    print(f"{'total':28s} {sum(s for *_, s in healthy):6d} {total[0]:8d} {total[1]:15d}")
+    print("\n1. false skips on healthy programs (every flagged step is one; its signals in std above the clean window)")
+    print(f"{'set':11s} {'program':30s} {'steps':>6s} {'tfguard':>8s} {'OLMo-core rule':>15s}")
+    for group, name, ours, theirs, run in healthy:
+        print(f"{group:11s} {name:30s} {run['steps']:6d} {len(ours):8d} {len(theirs):15d}")
+        for b in sorted(ours):
+            said = ", ".join(f"{k} {v:+.1f} std" for k, v in sigmas_above(run, b, ours - {b}).items())
+            print(f"    skipped step {b}: {said}")
+    for group in dict.fromkeys(g for g, *_ in healthy):
+        rows = [h for h in healthy if h[0] == group]
+        print(f"{group:11s} {'total (' + str(len(rows)) + ' runs)':30s} {sum(h[4]['steps'] for h in rows):6d} "
+              f"{sum(len(h[2]) for h in rows):8d} {sum(len(h[3]) for h in rows):15d}")
+    total = (sum(len(h[2]) for h in healthy if h[0] == "as written"),
+             sum(len(h[3]) for h in healthy if h[0] == "as written"))
     print(f"\n2. injected bad batches (caught / injected; a spike: its loss or gradient norm at least "
           f"{SPIKE_FACTOR:g}x the largest of the clean window; false: other steps skipped)")
     print(f"{'run':22s} {'bad':>4s} {'spikes':>6s} {'tfguard':>8s} {'of spikes':>9s} {'false':>6s} "
