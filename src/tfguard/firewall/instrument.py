@@ -36,6 +36,7 @@ from collections.abc import Callable
 import keras
 import tensorflow as tf
 
+from tfguard import seam
 from tfguard.checks.contract import infer_contract
 from tfguard.distribute.keras_20585 import enable_multi_worker
 from tfguard.distribute.lost_worker import COMPLETED_STEP
@@ -49,7 +50,7 @@ from tfguard.hooks import context, marks, taps
 from tfguard.optimizer_state import optimizer_step
 
 _INSTRUMENTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_PATCHED = ("train_step", "make_train_function", "reset_metrics", "fit", COMPLETED_STEP)
+_PATCHED = ("train_step", "make_train_function", "reset_metrics", "fit", COMPLETED_STEP)  # seam.SITES
 
 
 class Instrumentation(Counters):
@@ -86,6 +87,7 @@ class Instrumentation(Counters):
         self._due: tuple | None = None
         self._tapped: list = []
         self._host: Host | None = None
+        self._host_loop = None  # the host loop's train function, installed as the model's
         self._attached = False
 
     # -- configuration ---------------------------------------------------------
@@ -143,12 +145,8 @@ class Instrumentation(Counters):
         original_reset = type(model).reset_metrics
         self.original_step = model.train_step
 
-        def make_once():
-            installed = model.train_function
-            original_make(model, True)
-            function = model.train_function
-            model.train_function = installed  # the host loop stays the train function
-            return function
+        def make_once():  # Keras's train function, built without replacing the host loop
+            return seam.take_aside(model, "train_function", lambda: original_make(model, True))
 
         def make_train_function(force=False):
             if model.train_function is not None and not force:
@@ -157,7 +155,9 @@ class Instrumentation(Counters):
             self.prepare()
             self._host = Host(self, make_once)
             self._host.function(frozenset())  # the plain trace, as Keras would build it
-            model.train_function = self._host.train_function()
+            seam.restore(model, "train_function", self._host_loop)  # an earlier compile's, if any
+            self._host_loop = self._host.train_function()
+            seam.replace(model, "train_function", self._host_loop)
             return model.train_function
 
         def reset_metrics():
@@ -169,11 +169,11 @@ class Instrumentation(Counters):
                 self._host.last_logs = None
 
         enable_multi_worker(model)  # Keras 3.15 cannot fit under MWMS otherwise; else a no-op
-        object.__setattr__(model, "train_step", make_step(model, self, self.original_step))
-        object.__setattr__(model, "make_train_function", make_train_function)
-        object.__setattr__(model, "reset_metrics", reset_metrics)
-        object.__setattr__(model, "fit", fit)
-        object.__setattr__(model, COMPLETED_STEP, lambda: self.host_step)
+        seam.replace(model, "train_step", make_step(model, self, self.original_step))
+        seam.replace(model, "make_train_function", make_train_function)
+        seam.replace(model, "reset_metrics", reset_metrics)
+        seam.replace(model, "fit", fit)
+        seam.replace(model, COMPLETED_STEP, lambda: self.host_step)
         self._attached = True
         model.train_function = None  # one Keras built for an earlier fit would run the unguarded step
 
@@ -182,14 +182,15 @@ class Instrumentation(Counters):
         if not self._attached:
             return
         for name in _PATCHED:
-            if name in self.model.__dict__:
-                object.__delattr__(self.model, name)
+            seam.restore(self.model, name)
         taps.uninstall(self._tapped)
         context.unwatch_loss(self.model)
         self._tapped = []
         self._attached = False
         self._host = None
-        self.model.train_function = None
+        seam.restore(self.model, "train_function", self._host_loop)
+        self._host_loop = None
+        self.model.train_function = None  # Keras builds its own again
 
     def _retrace(self) -> None:
         """Drops every trace: each is traced again on its next use (the host loop stays installed)."""

@@ -55,11 +55,12 @@ from collections.abc import Callable, Iterator
 import keras
 import tensorflow as tf
 
+from tfguard import seam
 from tfguard.hooks import keras_compat
 from tfguard.hooks.transaction import Transaction
 
 _LOCAL = threading.local()
-_INSTALLED: dict[type, tuple[Callable, bool]] = {}
+_INSTALLED: dict[type, Callable] = {}  # each class wrapped, and its wrapper
 _MARK = "_tfguard_wrapped"
 ORIGINAL_STEP = "_tfguard_original_step"
 """The attribute of a step tfguard wrapped that holds the model's own step."""
@@ -221,20 +222,14 @@ def watch_loss(model) -> None:
         return loss
 
     setattr(compute_loss, _MARK, original)
-    object.__setattr__(model, "compute_loss", compute_loss)
+    seam.replace(model, "compute_loss", compute_loss)
 
 
 def unwatch_loss(model) -> None:
     """Removes the `compute_loss` wrapper of `watch_loss`."""
     wrapped = vars(model).get("compute_loss")
-    original = getattr(wrapped, _MARK, None)
-    if original is None:
-        return
-    if getattr(original, "__self__", None) is model and getattr(original, "__func__", None) is getattr(
-            type(model), "compute_loss", None):
-        object.__delattr__(model, "compute_loss")
-    else:
-        object.__setattr__(model, "compute_loss", original)
+    if getattr(wrapped, _MARK, None) is not None:
+        seam.restore(model, "compute_loss", wrapped)
 
 
 # -- the optimizer's door ----------------------------------------------------------------
@@ -369,17 +364,15 @@ def install() -> None:
         original = cls.__dict__["apply"] if own else cls.apply
         if getattr(original, _MARK, None) is not None:
             continue
-        _INSTALLED[cls] = (original, own)
-        cls.apply = _wrap_apply(original, scaled)
+        wrapper = _wrap_apply(original, scaled)
+        _INSTALLED[cls] = wrapper
+        seam.replace(cls, "apply", wrapper)
 
 
 def uninstall() -> None:
     """Puts the original `apply` methods back (for tests); the next context or outside door wraps them again."""
-    for cls, (original, own) in list(_INSTALLED.items()):
-        if own:
-            cls.apply = original
-        else:
-            del cls.apply
+    for cls, wrapper in list(_INSTALLED.items()):
+        seam.restore(cls, "apply", wrapper)
         _INSTALLED.pop(cls)
 
 
