@@ -13,7 +13,7 @@ For each step the host:
    small callback the guarded `fit` carries), so a bad batch is named by
    where it sat, not by the optimizer's iterations, which do not move on a
    rejected step;
-3. reads the flags: a violation goes to the policy (`Violation.handle`);
+3. reads the flags: a violation goes to the policy (`PolicyEnforcer.handle`);
 4. hands one `StepRecord` to the listeners due, and returns Keras the logs:
    on a rejected step, the last applied step's logs of this epoch (a
    rejected batch never enters what Keras shows).
@@ -296,7 +296,7 @@ class Host:
         if "failures" in extra:
             failures = np.asarray(extra["failures"])
             if failures.any():
-                inst.violation.handle(plan, extra, failures, data, position, step)
+                inst.enforcer.handle(plan, extra, failures, data, position, step)
             else:
                 inst.consecutive_skips = 0
         user_logs = logs.pop(LOGS_KEY) if LOGS_KEY in logs else logs

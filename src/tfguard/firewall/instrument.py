@@ -43,7 +43,7 @@ from tfguard.distribute.lost_worker import COMPLETED_STEP
 from tfguard.firewall import probes
 from tfguard.firewall.config import GuardConfig
 from tfguard.firewall.host import Host
-from tfguard.firewall.policy import Counters, GuardEvent, GuardWarning, Violation
+from tfguard.firewall.policy import Counters, GuardEvent, GuardWarning, PolicyEnforcer
 from tfguard.firewall.record import Bus
 from tfguard.firewall.step import make_step
 from tfguard.hooks import context, marks, taps
@@ -76,7 +76,7 @@ class Instrumentation(Counters):
         self.event_listeners: list[Callable[[GuardEvent], None]] = []
         self.events: list[GuardEvent] = []
         self.coverage: list[str] = []
-        self.violation = Violation(self)
+        self.enforcer = PolicyEnforcer(self)
         self.batches = 0  # batches this model trained on, across fits
         self.epoch: int | None = None
         self.epoch_batch: int | None = None
