@@ -42,7 +42,7 @@ from tfguard.distribute.keras_20585 import enable_multi_worker
 from tfguard.distribute.lost_worker import COMPLETED_STEP
 from tfguard.firewall import probes
 from tfguard.firewall.config import GuardConfig
-from tfguard.firewall.host import Host
+from tfguard.firewall.host import HostLoop
 from tfguard.firewall.policy import Counters, GuardEvent, GuardWarning, PolicyEnforcer
 from tfguard.firewall.record import Bus
 from tfguard.firewall.step import make_step
@@ -66,7 +66,7 @@ class Instrumentation(Counters):
         self.guard: GuardConfig | None = None
         self.contract = None
         self.bus = Bus()
-        self.wanted = probes.Wanted()
+        self.wanted = probes.SignalRequest()
         self.tracing_kinds: frozenset = frozenset()  # set around each call: what the trace records
         self.plans: dict = {}
         self.plan = None
@@ -86,7 +86,7 @@ class Instrumentation(Counters):
         self.histogram_flag = None  # its scalars, and its histograms (the host assigns them on change)
         self._due: tuple | None = None
         self._tapped: list = []
-        self._host: Host | None = None
+        self._host: HostLoop | None = None
         self._host_loop = None  # the host loop's train function, installed as the model's
         self._attached = False
 
@@ -118,7 +118,7 @@ class Instrumentation(Counters):
         A listener that leaves (a logger at the end of `fit`) does not retrace:
         the next `fit` of the same model (a `fit` in a loop) reuses every trace.
         """
-        wanted = probes.Wanted(weights=self.bus.weights or self.wanted.weights,
+        wanted = probes.SignalRequest(weights=self.bus.weights or self.wanted.weights,
                                histograms=self.bus.histogram_kinds | self.wanted.histograms)
         if wanted != self.wanted:
             self.wanted = wanted
@@ -153,7 +153,7 @@ class Instrumentation(Counters):
                 return model.train_function
             self.step_optimizer = None  # compiled again: the new trace names the optimizer that counts
             self.prepare()
-            self._host = Host(self, make_once)
+            self._host = HostLoop(self, make_once)
             self._host.function(frozenset())  # the plain trace, as Keras would build it
             seam.restore(model, "train_function", self._host_loop)  # an earlier compile's, if any
             self._host_loop = self._host.train_function()
@@ -224,7 +224,7 @@ class Instrumentation(Counters):
             self._due = (False, False)
 
     def prepare(self) -> None:
-        """Host-side set-up before a trace: the contract, the taps, the optimizer door."""
+        """HostLoop-side set-up before a trace: the contract, the taps, the optimizer door."""
         model = self.model
         context.install()
         self._ensure_flags()

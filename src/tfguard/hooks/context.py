@@ -254,7 +254,7 @@ def is_applying() -> bool:
 
 
 @dataclasses.dataclass
-class Arrival:
+class ApplyCall:
     """One call of an optimizer's `apply` at a door, its arguments listed once.
 
     Args:
@@ -270,7 +270,7 @@ class Arrival:
     unbuilt: bool = False
 
 
-def arrive(optimizer, grads, trainable_variables, scaled: bool) -> Arrival:
+def read_apply_call(optimizer, grads, trainable_variables, scaled: bool) -> ApplyCall:
     """Lists an `apply` call's arguments once, builds its optimizer as Keras would, reads its loss scale.
 
     A generator of variables read by the door would reach Keras empty; an
@@ -283,10 +283,10 @@ def arrive(optimizer, grads, trainable_variables, scaled: bool) -> Arrival:
         if not optimizer.built:
             keras_compat.build_optimizer(optimizer, trainable_variables)
     if not scaled:
-        return Arrival(grads, trainable_variables)
+        return ApplyCall(grads, trainable_variables)
     if not optimizer.built:
-        return Arrival(grads, trainable_variables, unbuilt=True)
-    return Arrival(grads, trainable_variables, tf.identity(tf.convert_to_tensor(optimizer.dynamic_scale)))
+        return ApplyCall(grads, trainable_variables, unbuilt=True)
+    return ApplyCall(grads, trainable_variables, tf.identity(tf.convert_to_tensor(optimizer.dynamic_scale)))
 
 
 _OUTSIDE: list = []
@@ -328,28 +328,28 @@ def _wrap_apply(original, scaled: bool):
         doors = list(_OUTSIDE) if step is None or step.hand_written else []
         if (step is None and not doors) or is_applying():
             return original(optimizer, grads, trainable_variables)
-        arrival = arrive(optimizer, grads, trainable_variables, scaled and step is not None)
+        incoming = read_apply_call(optimizer, grads, trainable_variables, scaled and step is not None)
 
         def write(gradients):
-            return original(optimizer, gradients, arrival.variables)
+            return original(optimizer, gradients, incoming.variables)
 
         def through(gradients):
             """The update, with any optimizer's apply inside it part of it (not an update of its own)."""
             with applying():
                 return write(gradients)
 
-        if arrival.unbuilt:
-            return through(arrival.gradients)
+        if incoming.unbuilt:
+            return through(incoming.gradients)
         if step is None:
-            return _through_outside(doors, optimizer, arrival.variables, through)(arrival.gradients)
+            return _through_outside(doors, optimizer, incoming.variables, through)(incoming.gradients)
 
         # A LossScaleOptimizer's inner update (its variables are the loss scale's) is part of it; another
         # optimizer's apply inside one (a wrapper of the user's) is an update of its own, seen at the door.
         def in_step(gradients):
-            return step.through_door(optimizer, gradients, arrival.variables, arrival.scale,
+            return step.through_door(optimizer, gradients, incoming.variables, incoming.scale,
                                      through if scaled else write)
 
-        return _through_outside(doors, optimizer, arrival.variables, in_step)(arrival.gradients)
+        return _through_outside(doors, optimizer, incoming.variables, in_step)(incoming.gradients)
 
     setattr(apply, _MARK, original)
     return apply
@@ -376,6 +376,6 @@ def uninstall() -> None:
         _INSTALLED.pop(cls)
 
 
-__all__ = ["ORIGINAL_STEP", "Arrival", "LossSeen", "StepContext", "Update", "add_outside_door", "apply_classes",
-           "applying", "arrive", "current", "in_loop_code", "install", "is_applying", "remove_outside_door", "uninstall",
+__all__ = ["ORIGINAL_STEP", "ApplyCall", "LossSeen", "StepContext", "Update", "add_outside_door", "apply_classes",
+           "applying", "read_apply_call", "current", "in_loop_code", "install", "is_applying", "remove_outside_door", "uninstall",
            "unwatch_loss", "watch_loss"]
