@@ -102,6 +102,7 @@ from tfguard.optimizer_state import model_step
 from tfguard.summary import lifecycle, runinfo
 from tfguard.summary.keras_args import KerasArguments
 from tfguard.summary.keras_writes import weight_values
+from tfguard.summary.listening import Listening
 from tfguard.summary.logger_options import (
     check_callables,
     check_every,
@@ -279,6 +280,7 @@ class Logger(RunStart, StepListener, RunEnd, keras.callbacks.Callback):
             strict=strict,
         )
         self._inst = None
+        self._listening = Listening(None, self._on_guard_event, self._on_invariant)
         self._queue = StepQueue()  # values waiting to be written, by step
         self._training = False
         self._finished = True
