@@ -127,6 +127,7 @@ class LiveDiagnosis(keras.callbacks.Callback):
         self.diagnosis: Diagnosis | None = None
         self._inst = None
         self._next_epoch = 0
+        self._describe_again = False  # a subclassed model unbuilt at train begin: described at an epoch's end
 
     # -- wiring ------------------------------------------------------------------
     def set_model(self, model):
@@ -180,7 +181,7 @@ class LiveDiagnosis(keras.callbacks.Callback):
         # fits of one model continue one history: fit(epochs=1) in a loop is epoch 0, 1, 2, ...
         epoch = max(int(epoch), self._next_epoch)
         self._next_epoch = epoch + 1
-        if getattr(self, "_describe_again", False) and self.model.built:
+        if self._describe_again and self.model.built:
             self._describe_again = False
             self.recorder.model = _describe(self.model) or self.recorder.model
         applying = applying_optimizer(self.model)

@@ -112,7 +112,7 @@ class StepListener:
             return []
         violations, skipped = self._guard_offsets
         counts = (inst.violations + violations, inst.skipped + skipped)
-        if getattr(self, "_counters_queued", None) == (step, counts):
+        if self._counters_queued == (step, counts):
             return []
         self._counters_queued = (step, counts)
         return [
