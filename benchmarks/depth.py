@@ -6,7 +6,7 @@ identical contenders differ by here: the noise floor of every ratio);
 `tfguard.guard(policy="skip")`;
 `guard(forward="layers")`; `tfguard.Logger()` defaults (scalars every 10
 steps, histograms every 100), whose idle steps run its recording trace
-until they have spent that trace's first call (rent or buy, `Host.key`:
+until they have spent that trace's first call (rent or buy, `HostLoop.key`:
 a run of this length never buys); and the same Logger once the plain
 trace is bought, as in a long run. Models (`scale_models.py`): the 100- and
 200-layer MLP (Dense(32), a BatchNormalization after every fourth) and

@@ -11,7 +11,7 @@ Two parts, one process, TensorFlow on one thread (`--threads 1`, as in
    each and whether `input_bound` fires, with the stage it names.
 2. The price of the measurement. A recording step hands back a timestamp
    taken once its batch was there and the host waits for the step's outputs
-   to time the whole step (`tfguard.firewall.host.Host.measure_input_wait`);
+   to time the whole step (`tfguard.firewall.host.HostLoop.measure_input_wait`);
    without the measurement the host does not wait.
    The reference CNN of `logging_overhead.py` trains rounds of `--steps`
    steps with a listener on every step (the worst case: every step records),
@@ -39,7 +39,7 @@ import tensorflow as tf  # noqa: E402
 from tfguard import tags  # noqa: E402
 from tfguard.diagnose import LiveDiagnosis, diagnose  # noqa: E402
 from tfguard.firewall import instrument  # noqa: E402
-from tfguard.firewall.host import Host  # noqa: E402
+from tfguard.firewall.host import HostLoop  # noqa: E402
 from tfguard.lint import lint_dataset  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -87,7 +87,7 @@ class Contender:
         self.times: list[float] = []
 
     def round(self, x, y, steps: int, record: bool) -> None:
-        Host.measure_input_wait = self.measure
+        HostLoop.measure_input_wait = self.measure
         start = time.perf_counter()
         self.model.fit(x, y, batch_size=BATCH, epochs=1, shuffle=False, verbose=0)
         elapsed = time.perf_counter() - start
@@ -101,7 +101,7 @@ def price(args, x, y) -> None:
         order = contenders if round_ % 2 == 0 else contenders[::-1]
         for contender in order:
             contender.round(x, y, args.steps, record=round_ >= args.warmup)
-    Host.measure_input_wait = True
+    HostLoop.measure_input_wait = True
     on, off = contenders
     ratios = [a / b for a, b in zip(on.times, off.times, strict=True)]
     print(f"\nevery step records; {args.rounds} rounds of {args.steps} steps, batch {BATCH}")

@@ -65,11 +65,11 @@ ARRAY_PROGRAMS = {"digits_mlp": P.healthy_digits, "digits_cnn": P.healthy_cnn_re
 
 
 class Traces:
-    """Every guarded step's spike signals, read off the step's outputs (`Host.after_step`, wrapped)."""
+    """Every guarded step's spike signals, read off the step's outputs (`HostLoop.after_step`, wrapped)."""
 
     def __init__(self):
         self.runs: list[dict] = []
-        self._original = host.Host.after_step
+        self._original = host.HostLoop.after_step
 
     def start(self, name: str) -> None:
         self.runs.append({"name": name, "values": {}, "steps": 0})
@@ -87,11 +87,11 @@ class Traces:
             run["steps"] += 1
             return traces._original(self, data, logs, kinds, start, input_wait)
 
-        host.Host.after_step = after_step
+        host.HostLoop.after_step = after_step
         return self
 
     def __exit__(self, *exc):
-        host.Host.after_step = self._original
+        host.HostLoop.after_step = self._original
 
 
 def olmo_flags(run: dict, window=128, sigmas=6.0) -> set[int]:

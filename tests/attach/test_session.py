@@ -25,6 +25,12 @@ def xy():
     return rng.random((32, 4), dtype=np.float32), (np.arange(32) % 3).astype("int64")
 
 
+def _owner(subscription):
+    """Who hears a subscription: the callback whose `Listening` subscribed it."""
+    listening = getattr(subscription.listener, "__self__", None)
+    return getattr(getattr(listening, "on_record", None), "__self__", None)
+
+
 class Spy(keras.callbacks.Callback):
     """Sees, at train begin, the guard and how many live recorders listen to the model."""
 
@@ -34,8 +40,7 @@ class Spy(keras.callbacks.Callback):
 
     def on_train_begin(self, logs=None):
         inst = instrumentation_of(self.model)
-        recorders = [s for s in inst.bus.subscriptions
-                     if isinstance(getattr(s.listener, "__self__", None), LiveDiagnosis)]
+        recorders = [s for s in inst.bus.subscriptions if isinstance(_owner(s), LiveDiagnosis)]
         self.seen.append((inst.guard, len(recorders)))
 
 

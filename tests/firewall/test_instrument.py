@@ -72,9 +72,9 @@ def test_signals_arrive_on_the_recording_steps_only():
 
 
 def test_the_plain_step_holds_no_signal_op_and_the_recording_step_is_traced_once(monkeypatch):
-    from tfguard.firewall.host import Host
+    from tfguard.firewall.host import HostLoop
 
-    monkeypatch.setattr(Host, "rent_before_buying", 0.0)  # the plain trace is worth tracing at once
+    monkeypatch.setattr(HostLoop, "rent_before_buying", 0.0)  # the plain trace is worth tracing at once
     x, y = _data()
     model = tiny_cnn()
     inst, _ = _listen(model, scalars_every=5, histograms_every=5, weights=True,
@@ -116,14 +116,14 @@ def test_a_short_fit_of_a_listened_to_model_runs_its_idle_steps_on_the_recording
 
 
 def test_a_listened_to_model_traces_the_plain_step_once_its_idle_steps_spent_the_traces_price(monkeypatch):
-    from tfguard.firewall.host import Host
+    from tfguard.firewall.host import HostLoop
 
     x, y = _data()
     model = tiny_cnn()
     inst, seen = _listen(model, scalars_every=5)
     model.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)  # makes the host
     runs = _traces_run(inst)
-    monkeypatch.setattr(Host, "rent_before_buying", 1e-12)  # the price: one idle step's rent
+    monkeypatch.setattr(HostLoop, "rent_before_buying", 1e-12)  # the price: one idle step's rent
     inst._retrace()
     model.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)  # steps 6-11: 10 records
     assert runs == ["recording", "recording", "plain", "plain", "recording", "plain"]

@@ -68,6 +68,7 @@ from collections.abc import Callable, Mapping
 
 import keras
 
+from tfguard import seam
 from tfguard.attach.fit_run import DENSE_STEPS, FitRun
 from tfguard.attach.fitcall import fit_hparams, run_name
 from tfguard.attach.loops.recorder import LoopRecorder
@@ -149,8 +150,6 @@ class AttachSession:
         self.fits: list[FitRecord] = []
         self.notes: list[str] = []
         self.original_fit = None
-        self._owned_fit = False
-        self._saved_fit = None
         self._wrapper = None
         self._signature = None
         self._models: dict[int, ModelState] = {}
@@ -208,8 +207,6 @@ class AttachSession:
 
     def _patch(self) -> None:
         owner = keras.Model
-        self._owned_fit = "fit" in owner.__dict__
-        self._saved_fit = owner.__dict__.get("fit")
         original = owner.fit
         self.original_fit = original
         self._signature = inspect.signature(original)
@@ -223,7 +220,7 @@ class AttachSession:
         self._warnings = warnings.catch_warnings()
         self._warnings.__enter__()
         warnings.simplefilter("ignore", GuardWarning)
-        owner.fit = fit
+        seam.replace(owner, "fit", fit)
         if self.guard and enabled_by_environment():  # hand-written loops: every optimizer update
             loop.reset_gate_counts()
             loop.gate_optimizers()
@@ -237,11 +234,7 @@ class AttachSession:
         if not self._open:
             return
         try:
-            owner = keras.Model
-            if self._owned_fit:
-                owner.fit = self._saved_fit
-            elif "fit" in owner.__dict__:
-                del owner.fit
+            seam.restore(keras.Model, "fit", self._wrapper)
             # train_on_batch, a hand-written loop: a run of its own, recorded at its updates
             looped = set()
             if self._loops is not None:

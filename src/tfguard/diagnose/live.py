@@ -30,7 +30,6 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Callable, Iterable, Mapping
 
@@ -46,6 +45,7 @@ from tfguard.firewall import instrument as instrument_model
 from tfguard.invariants import watch as invariant_watch
 from tfguard.lint.describe import applying_optimizer, describe_model, describe_optimizer
 from tfguard.optimizer_state import learning_rate, model_step
+from tfguard.summary.listening import Listening
 from tfguard.summary.runinfo import step_values
 
 
@@ -118,7 +118,8 @@ class LiveDiagnosis(keras.callbacks.Callback):
         self.instrument = instrument
         self.scalars_every = int(scalars_every)
         self.dense_steps = max(0, int(dense_steps))
-        self._records = 0
+        self._listening = Listening(self._on_record, self._on_guard_event, self._on_invariant,
+                                    dense_steps=self.dense_steps, scalars_every=self.scalars_every)
         self.run = run
         self.recorder = SignalRecorder(run, hparams=hparams, lint=lint)
         self.findings: list[Finding] = []
@@ -126,36 +127,31 @@ class LiveDiagnosis(keras.callbacks.Callback):
         self.diagnosis: Diagnosis | None = None
         self._inst = None
         self._next_epoch = 0
+        self._describe_again = False  # a subclassed model unbuilt at train begin: described at an epoch's end
 
     # -- wiring ------------------------------------------------------------------
     def set_model(self, model):
         super().set_model(model)
         if self.instrument and self._inst is None:
             self._inst = instrument_model(model)
-            every = 1 if self.dense_steps > self._records else self.scalars_every
-            self._inst.subscribe(self._on_record, scalars_every=every)
-            self._inst.add_event_listener(self._on_guard_event)
+            self._listening.start(self._inst)
 
-    step_offset: int = 0
-    """Added to the optimizer's step everywhere: the steps of the run's earlier training phases."""
+    @property
+    def step_offset(self) -> int:
+        """Added to the optimizer's step everywhere: the steps of the run's earlier training phases."""
+        return self._listening.step_offset
 
     def begin_phase(self, step_offset: int, phases: list[dict]) -> None:
         """The next fit starts a new training phase (the model was compiled again): its steps go
         on from `step_offset`, and the history holds `config/phases` (one dict per phase)."""
-        self.step_offset = int(step_offset)
+        self._listening.step_offset = int(step_offset)
         self.recorder.add_text(tags.CONFIG_PHASES, self.step_offset,
                                json.dumps(strict_json([dict(p) for p in phases])))
 
     def _on_record(self, record) -> None:
-        self._records += 1
-        if self._records == self.dense_steps and self._inst is not None:
-            self._inst.subscribe(self._on_record, scalars_every=self.scalars_every)
-        self.recorder.add(record.step + self.step_offset,
-                          step_values(record, getattr(self.model, "optimizer", None)))
+        self.recorder.add(record.step, step_values(record, getattr(self.model, "optimizer", None)))
 
     def _on_guard_event(self, event) -> None:
-        if self.step_offset:
-            event = dataclasses.replace(event, step=int(event.step) + self.step_offset)
         self.recorder.add_text(tags.GUARD_EVENTS, event.step, event.message)
         self.recorder.add_event(event)
 
@@ -178,14 +174,14 @@ class LiveDiagnosis(keras.callbacks.Callback):
             self.model.make_train_function()
         if self.invariants:
             self._watch = invariant_watch(self.model, step=self._step)
-            self._watch.add_listener(self._on_invariant)
+            self._listening.hear_invariants(self._watch)
             self._watch.begin_fit(self._next_epoch)
 
     def on_epoch_end(self, epoch, logs=None):
         # fits of one model continue one history: fit(epochs=1) in a loop is epoch 0, 1, 2, ...
         epoch = max(int(epoch), self._next_epoch)
         self._next_epoch = epoch + 1
-        if getattr(self, "_describe_again", False) and self.model.built:
+        if self._describe_again and self.model.built:
             self._describe_again = False
             self.recorder.model = _describe(self.model) or self.recorder.model
         applying = applying_optimizer(self.model)
@@ -211,12 +207,8 @@ class LiveDiagnosis(keras.callbacks.Callback):
                 self.model.stop_training = True
 
     def on_train_end(self, logs=None):
-        if self._watch is not None:
-            self._watch.remove_listener(self._on_invariant)
-        if self._inst is not None:
-            self._inst.unsubscribe(self._on_record)
-            self._inst.remove_event_listener(self._on_guard_event)
-            self._inst = None
+        self._listening.stop()
+        self._inst = None
 
     def on_finding(self, finding: Finding) -> None:
         """Called once per new symptom; calls the `on_finding` argument. Override to react."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
+from tfguard import seam
 from tfguard.errors import ContractError
 
 ENABLED = "_tfguard_multi_worker"
@@ -135,8 +136,8 @@ def enable_multi_worker(model: keras.Model) -> keras.Model:
 
         return function
 
-    object.__setattr__(model, "_maybe_symbolic_build", maybe_symbolic_build)
-    object.__setattr__(model, "_make_function", make_function)
+    seam.replace(model, "_maybe_symbolic_build", maybe_symbolic_build)
+    seam.replace(model, "_make_function", make_function)
     object.__setattr__(model, ENABLED, True)
     model.train_function = None
     model.test_function = None

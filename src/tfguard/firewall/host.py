@@ -4,7 +4,7 @@ For each step the host:
 
 1. asks the bus what the step records (nothing, scalars, or scalars and
    histograms) from the global step it keeps, and calls the matching trace
-   (`Host.key`: a guarded model that is listened to has one trace, whose
+   (`HostLoop.key`: a guarded model that is listened to has one trace, whose
    signals run when the host's flags say; otherwise a recording step runs
    the recording trace and every other step the plain one, which holds no
    signal op, once the idle steps have spent a trace's price on the
@@ -13,7 +13,7 @@ For each step the host:
    small callback the guarded `fit` carries), so a bad batch is named by
    where it sat, not by the optimizer's iterations, which do not move on a
    rejected step;
-3. reads the flags: a violation goes to the policy (`Violation.handle`);
+3. reads the flags: a violation goes to the policy (`PolicyEnforcer.handle`);
 4. hands one `StepRecord` to the listeners due, and returns Keras the logs:
    on a rejected step, the last applied step's logs of this epoch (a
    rejected batch never enters what Keras shows).
@@ -60,7 +60,7 @@ from tfguard.firewall.train_function import BATCH_TIMES, timed_train_function
 from tfguard.hooks import dry_run, keras_compat, marks
 
 
-class Host:
+class HostLoop:
     """The train function around the traces of one model's guarded step.
 
     Args:
@@ -74,7 +74,7 @@ class Host:
 
     rent_before_buying = 1.0
     """How many times the recording trace's first call (its trace and compile) a listened-to model's idle steps
-    spend on that trace before the plain trace is traced for them (`Host.key`)."""
+    spend on that trace before the plain trace is traced for them (`HostLoop.key`)."""
 
     def __init__(self, inst, make):
         self.inst = inst
@@ -224,14 +224,14 @@ class Host:
         cost its own compile memory and time (ResNet50: ~0.3 GB, the first
         `fit`'s longest part). Otherwise a step that records nothing runs
         the plain trace, which holds no signal op, once it is worth tracing
-        (`_renting`).
+        (`_idle_on_recording_trace`).
         """
         inst = self.inst
-        if kinds or (inst.bus.wants_signals and (inst.guard is not None or self._large() or self._renting())):
+        if kinds or (inst.bus.wants_signals and (inst.guard is not None or self._large() or self._idle_on_recording_trace())):
             return RECORDING
         return frozenset()
 
-    def _renting(self) -> bool:
+    def _idle_on_recording_trace(self) -> bool:
         """Whether an idle step of a listened-to model runs the recording trace rather than trace the plain one.
 
         Rent or buy. The plain trace costs a trace and compile once (the
@@ -296,7 +296,7 @@ class Host:
         if "failures" in extra:
             failures = np.asarray(extra["failures"])
             if failures.any():
-                inst.violation.handle(plan, extra, failures, data, position, step)
+                inst.enforcer.handle(plan, extra, failures, data, position, step)
             else:
                 inst.consecutive_skips = 0
         user_logs = logs.pop(LOGS_KEY) if LOGS_KEY in logs else logs
@@ -413,4 +413,4 @@ def _numbers(logs) -> dict:
     return out
 
 
-__all__ = ["Host"]
+__all__ = ["HostLoop"]

@@ -36,13 +36,14 @@ from collections.abc import Callable
 import keras
 import tensorflow as tf
 
+from tfguard import seam
 from tfguard.checks.contract import infer_contract
 from tfguard.distribute.keras_20585 import enable_multi_worker
 from tfguard.distribute.lost_worker import COMPLETED_STEP
 from tfguard.firewall import probes
 from tfguard.firewall.config import GuardConfig
-from tfguard.firewall.host import Host
-from tfguard.firewall.policy import Counters, GuardEvent, GuardWarning, Violation
+from tfguard.firewall.host import HostLoop
+from tfguard.firewall.policy import Counters, GuardEvent, GuardWarning, PolicyEnforcer
 from tfguard.firewall.record import Bus
 from tfguard.firewall.spikes import SpikeWindow
 from tfguard.firewall.step import make_step
@@ -50,7 +51,7 @@ from tfguard.hooks import context, marks, taps
 from tfguard.optimizer_state import optimizer_step
 
 _INSTRUMENTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_PATCHED = ("train_step", "make_train_function", "reset_metrics", "fit", COMPLETED_STEP)
+_PATCHED = ("train_step", "make_train_function", "reset_metrics", "fit", COMPLETED_STEP)  # seam.SITES
 
 
 class Instrumentation(Counters):
@@ -67,7 +68,7 @@ class Instrumentation(Counters):
         self.spike_window: SpikeWindow | None = None  # the spike stage's statistics (`guard(spikes=...)`)
         self.contract = None
         self.bus = Bus()
-        self.wanted = probes.Wanted()
+        self.wanted = probes.SignalRequest()
         self.tracing_kinds: frozenset = frozenset()  # set around each call: what the trace records
         self.plans: dict = {}
         self.plan = None
@@ -77,7 +78,7 @@ class Instrumentation(Counters):
         self.event_listeners: list[Callable[[GuardEvent], None]] = []
         self.events: list[GuardEvent] = []
         self.coverage: list[str] = []
-        self.violation = Violation(self)
+        self.enforcer = PolicyEnforcer(self)
         self.batches = 0  # batches this model trained on, across fits
         self.epoch: int | None = None
         self.epoch_batch: int | None = None
@@ -87,7 +88,8 @@ class Instrumentation(Counters):
         self.histogram_flag = None  # its scalars, and its histograms (the host assigns them on change)
         self._due: tuple | None = None
         self._tapped: list = []
-        self._host: Host | None = None
+        self._host: HostLoop | None = None
+        self._host_loop = None  # the host loop's train function, installed as the model's
         self._attached = False
 
     # -- configuration ---------------------------------------------------------
@@ -120,7 +122,7 @@ class Instrumentation(Counters):
         A listener that leaves (a logger at the end of `fit`) does not retrace:
         the next `fit` of the same model (a `fit` in a loop) reuses every trace.
         """
-        wanted = probes.Wanted(weights=self.bus.weights or self.wanted.weights,
+        wanted = probes.SignalRequest(weights=self.bus.weights or self.wanted.weights,
                                histograms=self.bus.histogram_kinds | self.wanted.histograms)
         if wanted != self.wanted:
             self.wanted = wanted
@@ -147,21 +149,19 @@ class Instrumentation(Counters):
         original_reset = type(model).reset_metrics
         self.original_step = model.train_step
 
-        def make_once():
-            installed = model.train_function
-            original_make(model, True)
-            function = model.train_function
-            model.train_function = installed  # the host loop stays the train function
-            return function
+        def make_once():  # Keras's train function, built without replacing the host loop
+            return seam.take_aside(model, "train_function", lambda: original_make(model, True))
 
         def make_train_function(force=False):
             if model.train_function is not None and not force:
                 return model.train_function
             self.step_optimizer = None  # compiled again: the new trace names the optimizer that counts
             self.prepare()
-            self._host = Host(self, make_once)
+            self._host = HostLoop(self, make_once)
             self._host.function(frozenset())  # the plain trace, as Keras would build it
-            model.train_function = self._host.train_function()
+            seam.restore(model, "train_function", self._host_loop)  # an earlier compile's, if any
+            self._host_loop = self._host.train_function()
+            seam.replace(model, "train_function", self._host_loop)
             return model.train_function
 
         def reset_metrics():
@@ -173,11 +173,11 @@ class Instrumentation(Counters):
                 self._host.last_logs = None
 
         enable_multi_worker(model)  # Keras 3.15 cannot fit under MWMS otherwise; else a no-op
-        object.__setattr__(model, "train_step", make_step(model, self, self.original_step))
-        object.__setattr__(model, "make_train_function", make_train_function)
-        object.__setattr__(model, "reset_metrics", reset_metrics)
-        object.__setattr__(model, "fit", fit)
-        object.__setattr__(model, COMPLETED_STEP, lambda: self.host_step)
+        seam.replace(model, "train_step", make_step(model, self, self.original_step))
+        seam.replace(model, "make_train_function", make_train_function)
+        seam.replace(model, "reset_metrics", reset_metrics)
+        seam.replace(model, "fit", fit)
+        seam.replace(model, COMPLETED_STEP, lambda: self.host_step)
         self._attached = True
         model.train_function = None  # one Keras built for an earlier fit would run the unguarded step
 
@@ -186,14 +186,15 @@ class Instrumentation(Counters):
         if not self._attached:
             return
         for name in _PATCHED:
-            if name in self.model.__dict__:
-                object.__delattr__(self.model, name)
+            seam.restore(self.model, name)
         taps.uninstall(self._tapped)
         context.unwatch_loss(self.model)
         self._tapped = []
         self._attached = False
         self._host = None
-        self.model.train_function = None
+        seam.restore(self.model, "train_function", self._host_loop)
+        self._host_loop = None
+        self.model.train_function = None  # Keras builds its own again
 
     def _retrace(self) -> None:
         """Drops every trace: each is traced again on its next use (the host loop stays installed)."""
@@ -227,7 +228,7 @@ class Instrumentation(Counters):
             self._due = (False, False)
 
     def prepare(self) -> None:
-        """Host-side set-up before a trace: the contract, the taps, the optimizer door."""
+        """HostLoop-side set-up before a trace: the contract, the taps, the optimizer door."""
         model = self.model
         context.install()
         self._ensure_flags()

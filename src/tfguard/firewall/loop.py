@@ -50,7 +50,7 @@ from tfguard.firewall import checkpoints
 from tfguard.firewall.checkpoints import Flag
 from tfguard.firewall.config import DEFAULT_QUARANTINE, GuardConfig
 from tfguard.firewall.door import FirewallContext, zero_sparse_unless
-from tfguard.firewall.policy import Counters, GuardEvent, Violation
+from tfguard.firewall.policy import Counters, GuardEvent, PolicyEnforcer
 from tfguard.firewall.spikes import TABLE, SpikeCheck, SpikeWindow, batch_rows
 from tfguard.firewall.step import Plan, decide, step_after
 from tfguard.hooks import keras_compat
@@ -83,7 +83,7 @@ class GuardedStep(Counters):
         self.host_step: int | None = None  # the global step of a step that updates no optimizer
         self.plan: Plan | None = None
         self.spike_window = SpikeWindow(self.guard.spikes) if self.guard.spikes is not None else None
-        self.violation = Violation(self)
+        self.enforcer = PolicyEnforcer(self)
         self.original_step = None
         self._compiled = isinstance(step_fn, tf.types.experimental.GenericFunction)
         # a tf.function's Python body is traced into the guarded step's own graph, where
@@ -145,7 +145,7 @@ class GuardedStep(Counters):
             failures = np.asarray(extra["failures"])
             if failures.any():
                 data = args[0] if len(args) == 1 else tuple(args[:3])
-                self.violation.handle(self.plan, extra, failures, data, position, step)
+                self.enforcer.handle(self.plan, extra, failures, data, position, step)
             else:
                 self.consecutive_skips = 0
         return outputs

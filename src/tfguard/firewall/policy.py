@@ -1,6 +1,6 @@
 """What the host does about a violation: word it, save the batch, localize it, act by policy.
 
-`Violation.handle` turns the flags of one rejected (or, under `warn`,
+`PolicyEnforcer.handle` turns the flags of one rejected (or, under `warn`,
 accepted) step into a `GuardEvent` and then:
 
 * saves the batch to the quarantine folder (at most `max_quarantined`
@@ -135,8 +135,8 @@ class Counters:
             self.consecutive_skips += 1
 
 
-class Violation:
-    """The policy of one guarded model: turns failed flags into events and acts.
+class PolicyEnforcer:
+    """Enforces the policy of one guarded model: turns failed flags into events and acts.
 
     Args:
         inst: the model's `Instrumentation` (config, contract, counters).
@@ -301,4 +301,4 @@ class Violation:
         return counts, detail, rows
 
 
-__all__ = ["ACTIONS", "Counters", "GuardEvent", "GuardWarning", "Violation", "describe_position"]
+__all__ = ["ACTIONS", "Counters", "GuardEvent", "GuardWarning", "PolicyEnforcer", "describe_position"]

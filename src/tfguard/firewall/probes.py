@@ -17,7 +17,7 @@ buckets the histograms (weights: on the host, after the step).
 
 Example:
 
->>> Wanted(weights=True, histograms=frozenset({"gradients"})).weights
+>>> SignalRequest(weights=True, histograms=frozenset({"gradients"})).weights
 True
 """
 
@@ -45,7 +45,7 @@ NO_RATIO = -1.0
 
 
 @dataclasses.dataclass(frozen=True)
-class Wanted:
+class SignalRequest:
     """What the listeners asked the recording step for (the union of their requests)."""
 
     weights: bool = False  # weight_norm/<layer>, update_ratio/<layer>
@@ -101,7 +101,7 @@ class Recording:
     host_weights: tuple = ()
 
 
-def record(model: keras.Model, context: FirewallContext, records: list, x, y, wanted: Wanted,
+def record(model: keras.Model, context: FirewallContext, records: list, x, y, wanted: SignalRequest,
            record_flag, histogram_flag) -> Recording:
     """The recording trace's signals: its scalars when `record_flag` holds, its histograms when `histogram_flag` does.
 
@@ -121,7 +121,7 @@ def record(model: keras.Model, context: FirewallContext, records: list, x, y, wa
     return Recording(outputs, scalar_keys, list(hists), tuple(weights))
 
 
-def build(model: keras.Model, context: FirewallContext, records: list, x, y, wanted: Wanted,
+def build(model: keras.Model, context: FirewallContext, records: list, x, y, wanted: SignalRequest,
           histograms: bool) -> tuple[list[Group], dict, list]:
     """The scalar `Group`s; when `histograms`, `tag -> value` to bucket in the step, and `(tag, weight)` for the host.
 
@@ -412,5 +412,5 @@ def _change_rows(context: FirewallContext, variables: list) -> tf.Tensor:
     return stats.grouped_rows(groups, stacked, alone)
 
 
-__all__ = ["NO_RATIO", "Group", "Recording", "Wanted", "activation_groups", "build", "data_groups",
+__all__ = ["NO_RATIO", "Group", "Recording", "SignalRequest", "activation_groups", "build", "data_groups",
            "gradient_groups", "layer_key", "optimizer_names", "record", "signals_of", "weight_groups"]

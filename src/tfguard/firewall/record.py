@@ -4,7 +4,7 @@ A listener subscribes with its own periods (scalars every N steps,
 histograms every M, of the kinds it wants). Before each step the host asks
 the bus once what is due (`Bus.due(step)`): nothing, scalars, or scalars
 and histograms (the host's flags tell the recording trace; see
-`tfguard.firewall.host.Host.key` for which trace runs). After the step
+`tfguard.firewall.host.HostLoop.key` for which trace runs). After the step
 each listener whose period hits gets one `StepRecord` as an argument,
 holding only what it asked for. Two listeners asking every 3 and every 10
 steps cost what their union costs: steps 0, 3, 6, 9, 10, 12, ...

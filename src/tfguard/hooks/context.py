@@ -55,11 +55,12 @@ from collections.abc import Callable, Iterator
 import keras
 import tensorflow as tf
 
+from tfguard import seam
 from tfguard.hooks import keras_compat
 from tfguard.hooks.transaction import Transaction
 
 _LOCAL = threading.local()
-_INSTALLED: dict[type, tuple[Callable, bool]] = {}
+_INSTALLED: dict[type, Callable] = {}  # each class wrapped, and its wrapper
 _MARK = "_tfguard_wrapped"
 ORIGINAL_STEP = "_tfguard_original_step"
 """The attribute of a step tfguard wrapped that holds the model's own step."""
@@ -221,20 +222,14 @@ def watch_loss(model) -> None:
         return loss
 
     setattr(compute_loss, _MARK, original)
-    object.__setattr__(model, "compute_loss", compute_loss)
+    seam.replace(model, "compute_loss", compute_loss)
 
 
 def unwatch_loss(model) -> None:
     """Removes the `compute_loss` wrapper of `watch_loss`."""
     wrapped = vars(model).get("compute_loss")
-    original = getattr(wrapped, _MARK, None)
-    if original is None:
-        return
-    if getattr(original, "__self__", None) is model and getattr(original, "__func__", None) is getattr(
-            type(model), "compute_loss", None):
-        object.__delattr__(model, "compute_loss")
-    else:
-        object.__setattr__(model, "compute_loss", original)
+    if getattr(wrapped, _MARK, None) is not None:
+        seam.restore(model, "compute_loss", wrapped)
 
 
 # -- the optimizer's door ----------------------------------------------------------------
@@ -259,7 +254,7 @@ def is_applying() -> bool:
 
 
 @dataclasses.dataclass
-class Arrival:
+class ApplyCall:
     """One call of an optimizer's `apply` at a door, its arguments listed once.
 
     Args:
@@ -275,7 +270,7 @@ class Arrival:
     unbuilt: bool = False
 
 
-def arrive(optimizer, grads, trainable_variables, scaled: bool) -> Arrival:
+def read_apply_call(optimizer, grads, trainable_variables, scaled: bool) -> ApplyCall:
     """Lists an `apply` call's arguments once, builds its optimizer as Keras would, reads its loss scale.
 
     A generator of variables read by the door would reach Keras empty; an
@@ -288,10 +283,10 @@ def arrive(optimizer, grads, trainable_variables, scaled: bool) -> Arrival:
         if not optimizer.built:
             keras_compat.build_optimizer(optimizer, trainable_variables)
     if not scaled:
-        return Arrival(grads, trainable_variables)
+        return ApplyCall(grads, trainable_variables)
     if not optimizer.built:
-        return Arrival(grads, trainable_variables, unbuilt=True)
-    return Arrival(grads, trainable_variables, tf.identity(tf.convert_to_tensor(optimizer.dynamic_scale)))
+        return ApplyCall(grads, trainable_variables, unbuilt=True)
+    return ApplyCall(grads, trainable_variables, tf.identity(tf.convert_to_tensor(optimizer.dynamic_scale)))
 
 
 _OUTSIDE: list = []
@@ -333,28 +328,28 @@ def _wrap_apply(original, scaled: bool):
         doors = list(_OUTSIDE) if step is None or step.hand_written else []
         if (step is None and not doors) or is_applying():
             return original(optimizer, grads, trainable_variables)
-        arrival = arrive(optimizer, grads, trainable_variables, scaled and step is not None)
+        incoming = read_apply_call(optimizer, grads, trainable_variables, scaled and step is not None)
 
         def write(gradients):
-            return original(optimizer, gradients, arrival.variables)
+            return original(optimizer, gradients, incoming.variables)
 
         def through(gradients):
             """The update, with any optimizer's apply inside it part of it (not an update of its own)."""
             with applying():
                 return write(gradients)
 
-        if arrival.unbuilt:
-            return through(arrival.gradients)
+        if incoming.unbuilt:
+            return through(incoming.gradients)
         if step is None:
-            return _through_outside(doors, optimizer, arrival.variables, through)(arrival.gradients)
+            return _through_outside(doors, optimizer, incoming.variables, through)(incoming.gradients)
 
         # A LossScaleOptimizer's inner update (its variables are the loss scale's) is part of it; another
         # optimizer's apply inside one (a wrapper of the user's) is an update of its own, seen at the door.
         def in_step(gradients):
-            return step.through_door(optimizer, gradients, arrival.variables, arrival.scale,
+            return step.through_door(optimizer, gradients, incoming.variables, incoming.scale,
                                      through if scaled else write)
 
-        return _through_outside(doors, optimizer, arrival.variables, in_step)(arrival.gradients)
+        return _through_outside(doors, optimizer, incoming.variables, in_step)(incoming.gradients)
 
     setattr(apply, _MARK, original)
     return apply
@@ -369,20 +364,18 @@ def install() -> None:
         original = cls.__dict__["apply"] if own else cls.apply
         if getattr(original, _MARK, None) is not None:
             continue
-        _INSTALLED[cls] = (original, own)
-        cls.apply = _wrap_apply(original, scaled)
+        wrapper = _wrap_apply(original, scaled)
+        _INSTALLED[cls] = wrapper
+        seam.replace(cls, "apply", wrapper)
 
 
 def uninstall() -> None:
     """Puts the original `apply` methods back (for tests); the next context or outside door wraps them again."""
-    for cls, (original, own) in list(_INSTALLED.items()):
-        if own:
-            cls.apply = original
-        else:
-            del cls.apply
+    for cls, wrapper in list(_INSTALLED.items()):
+        seam.restore(cls, "apply", wrapper)
         _INSTALLED.pop(cls)
 
 
-__all__ = ["ORIGINAL_STEP", "Arrival", "LossSeen", "StepContext", "Update", "add_outside_door", "apply_classes",
-           "applying", "arrive", "current", "in_loop_code", "install", "is_applying", "remove_outside_door", "uninstall",
+__all__ = ["ORIGINAL_STEP", "ApplyCall", "LossSeen", "StepContext", "Update", "add_outside_door", "apply_classes",
+           "applying", "read_apply_call", "current", "in_loop_code", "install", "is_applying", "remove_outside_door", "uninstall",
            "unwatch_loss", "watch_loss"]

@@ -74,6 +74,7 @@ from keras.src.backend import config as keras_config
 from keras.src.backend.common import global_state
 from keras.src.optimizers.base_optimizer import BaseOptimizer
 
+from tfguard import seam
 from tfguard.versions import KERAS_RANGE, specifier, supported_range
 
 OPTIMIZER_CLASS = keras.optimizers.Optimizer
@@ -290,17 +291,13 @@ def neutral_writes(optimizer, variables):
     # Inside a StatelessScope a variable assigned once reads back as a tensor, which the
     # backend's key function cannot name: keys are taken before, by identity.
     replaced["_var_key"] = lambda v: keys[id(v)] if id(v) in keys else own_key(optimizer, v)
-    saved = {name: optimizer.__dict__.get(name) for name in replaced}
     for name, method in replaced.items():
-        object.__setattr__(optimizer, name, method)
+        seam.replace(optimizer, name, method)
     try:
         yield
     finally:
-        for name, value in saved.items():
-            if value is None:
-                object.__delattr__(optimizer, name)
-            else:
-                object.__setattr__(optimizer, name, value)
+        for name, method in replaced.items():
+            seam.restore(optimizer, name, method)
 
 
 def neutral_apply(optimizer, grads: list, variables: list) -> None:

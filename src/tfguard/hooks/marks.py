@@ -1,7 +1,7 @@
 """The marker tfguard sets on the `fit` and train functions it installs, by one name.
 
 A `fit` that carries the guard's epoch tracker (`tfguard.firewall.instrument.wrap_fit`),
-the host loop's train function (`Host.train_function`) and a Logger's
+the host loop's train function (`HostLoop.train_function`) and a Logger's
 wrapper around such a train function carry `MARK` set true; a Logger
 reads it to know that batches are pulled by tfguard's host loop (so a
 first batch can be peeked without another trace).

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Iterator
 import keras
 import tensorflow as tf
 
+from tfguard import seam
 from tfguard.hooks import keras_compat
 
 _ACTIVE = threading.local()
@@ -100,7 +101,7 @@ def install(layers: Iterable[keras.layers.Layer]) -> list[keras.layers.Layer]:
             continue
         original = layer.call
         object.__setattr__(layer, _MARK, original)
-        object.__setattr__(layer, "call", _tapped(layer, original))
+        seam.replace(layer, "call", _tapped(layer, original))
         added.append(layer)
     return added
 
@@ -109,7 +110,7 @@ def uninstall(layers: Iterable[keras.layers.Layer]) -> None:
     """Removes the taps, restoring each layer's own `call`."""
     for layer in layers:
         if _MARK in layer.__dict__:
-            object.__delattr__(layer, "call")
+            seam.restore(layer, "call")
             object.__delattr__(layer, _MARK)
 
 

@@ -40,6 +40,7 @@ from collections.abc import Iterable
 
 import keras
 
+from tfguard import seam
 from tfguard.errors import ContractError
 from tfguard.remedies.edits import NotApplicable
 
@@ -116,7 +117,7 @@ class Intercept:
         self.current: FitCapture | None = None  # the fit a hook is looking at
         self._order: list[int] = []
         self._models: list = []
-        self._saved: dict = {}
+        self._saved: dict = {}  # the wrappers in place, by attribute
         self._inside: set[int] = set()
         self._open = False
 
@@ -149,7 +150,6 @@ class Intercept:
     def __enter__(self) -> Intercept:
         owner = keras.Model
         for name, hook in (("compile", self._compile), ("fit", self._fit)):
-            self._saved[name] = (name in owner.__dict__, owner.__dict__.get(name))
             original = getattr(owner, name)
             signature = inspect.signature(original)
 
@@ -158,17 +158,14 @@ class Intercept:
                 return __hook(__original, __signature, model, args, kwargs)
 
             functools.update_wrapper(wrapper, original)
-            setattr(owner, name, wrapper)
+            self._saved[name] = wrapper
+            seam.replace(owner, name, wrapper)
         self._open = True
         return self
 
     def __exit__(self, *exc) -> None:
-        owner = keras.Model
-        for name, (owned, value) in self._saved.items():
-            if owned:
-                setattr(owner, name, value)
-            elif name in owner.__dict__:
-                delattr(owner, name)
+        for name, wrapper in self._saved.items():
+            seam.restore(keras.Model, name, wrapper)
         self._saved.clear()
         self._open = False
 

@@ -43,6 +43,7 @@ from collections.abc import Callable
 
 import tensorflow as tf
 
+from tfguard import seam
 from tfguard.hooks import marks
 
 _OPEN: weakref.WeakSet = weakref.WeakSet()
@@ -154,10 +155,13 @@ def wrap_train_function(model, on_error: Callable[[BaseException], None], peek=N
         The wrapper (pass it to `unwrap_train_function`), or `None` if the
         model has no train function yet.
     """
+    while getattr(model.train_function, INNER, None) is not None:  # a wrapper left by an earlier fit
+        if not seam.restore(model, "train_function", model.train_function):
+            break
     inner = model.train_function
     if inner is None:
         return None
-    while getattr(inner, INNER, None) is not None:  # a wrapper left by an earlier fit
+    while getattr(inner, INNER, None) is not None:
         inner = getattr(inner, INNER)
     state = {"peek": peek, "calls": 0}
     peek_batch = getattr(inner, "peek_batch", None)
@@ -193,14 +197,14 @@ def wrap_train_function(model, on_error: Callable[[BaseException], None], peek=N
     if peek_batch is not None:
         train_function.peek_batch = peek_batch
     setattr(train_function, INNER, inner)
-    model.train_function = train_function
+    seam.replace(model, "train_function", train_function)
     return train_function
 
 
 def unwrap_train_function(model, wrapper) -> None:
     """Restores the train function `wrap_train_function` replaced (if still in place)."""
-    if wrapper is not None and getattr(model, "train_function", None) is wrapper:
-        model.train_function = getattr(wrapper, INNER)
+    if wrapper is not None:
+        seam.restore(model, "train_function", wrapper)
 
 
 class _Prepend:

@@ -102,6 +102,7 @@ from tfguard.optimizer_state import model_step
 from tfguard.summary import lifecycle, runinfo
 from tfguard.summary.keras_args import KerasArguments
 from tfguard.summary.keras_writes import weight_values
+from tfguard.summary.listening import Listening
 from tfguard.summary.logger_options import (
     check_callables,
     check_every,
@@ -279,6 +280,7 @@ class Logger(RunStart, StepListener, RunEnd, keras.callbacks.Callback):
             strict=strict,
         )
         self._inst = None
+        self._listening = Listening(None, self._on_guard_event, self._on_invariant)
         self._queue = StepQueue()  # values waiting to be written, by step
         self._training = False
         self._finished = True
@@ -294,6 +296,9 @@ class Logger(RunStart, StepListener, RunEnd, keras.callbacks.Callback):
         self._step = 0
         self._first_step = 1
         self._guard_offsets = (0, 0)
+        self._counters_queued: tuple | None = None  # (step, counts) of the guard counters last queued
+        self._describe_again = False  # a subclassed model unbuilt at the run's start: described at an epoch's end
+        self._described_applying = False
         self._speed = SpeedMeter()
         self._test_started: float | None = None
         self._first_images = None
@@ -357,9 +362,9 @@ class Logger(RunStart, StepListener, RunEnd, keras.callbacks.Callback):
         self._first_batch_values()
         self._step = step = self._read_step()
         applying = applying_optimizer(self.model)
-        if (getattr(self, "_describe_again", False) and self.model.built) or (
+        if (self._describe_again and self.model.built) or (
                 applying is not None and applying is not getattr(self.model, "optimizer", None)
-                and not getattr(self, "_described_applying", False)):
+                and not self._described_applying):
             # built by its first step, or trained by a custom train_step's own optimizer, not
             # the one compile() gave it: the description the reader takes is the last one
             self._describe_again = False

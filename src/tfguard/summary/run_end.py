@@ -108,8 +108,6 @@ class RunEnd:
                 raise
         finally:
             self._listen(False)
-            if self._watch is not None:
-                self._watch.remove_listener(self._on_invariant)
             if self._profiler is not None:
                 self._profiler.stop()
             for hook in self._signal_hooks:

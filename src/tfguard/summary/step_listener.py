@@ -5,8 +5,9 @@ The Logger has no batch hook. It subscribes to the model's instrumentation
 (signals, batch logs, histograms), at its `scalars_every` and
 `histograms_every`; the firewall hands it each violation (a `guard/events`
 line, a `guard/records` JSON object and the counters); the invariant watch
-hands it each check (`invariants/records`). Every worker subscribes (the
-workers must run the same step); only the chief writes.
+hands it each check (`invariants/records`); all three through a
+`Listening` (`summary/listening.py`), as `LiveDiagnosis` hears them. Every
+worker subscribes (the workers must run the same step); only the chief writes.
 
 Example (a guarded model's skipped batch is heard as a guard event):
 
@@ -24,7 +25,6 @@ Example (a guarded model's skipped batch is heard as a guard event):
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 from tfguard import tags
@@ -39,25 +39,23 @@ class StepListener:
     """The step's records, the firewall's events and the invariant checks, queued at their steps."""
 
     def _listen(self, on: bool) -> None:
-        """Subscribes to the step records; every worker does (the workers must run the same step)."""
-        inst = self._inst
-        if inst is None:
-            return
+        """Subscribes to the step records (every worker does: the workers must run the same step),
+        the guard events and, once `_begin_invariants` ran, the invariant checks; or stops."""
+        listening = self._listening
         if not on:
-            inst.unsubscribe(self._on_record)
-            inst.remove_event_listener(self._on_guard_event)
+            listening.stop()
             return
-        if self._wants_signals:
-            dense = self.scalars_every and getattr(self, "_records", 0) < self.dense_steps
-            inst.subscribe(
-                self._on_record,
-                scalars_every=1 if dense else self.scalars_every,
-                histograms_every=self.histograms_every if self.histogram_kinds else 0,
-                histogram_kinds=self.histogram_kinds,
-                weights=bool(self.scalars_every),
-                histogram_filter=self._histogram_filter if self.record_if is not None else None,
-            )
-        inst.add_event_listener(self._on_guard_event)
+        listening.on_record = self._on_record if self._wants_signals else None
+        listening.dense_steps = self.dense_steps
+        listening.step_offset = self.step_offset
+        listening.request = {
+            "scalars_every": self.scalars_every,
+            "histograms_every": self.histograms_every if self.histogram_kinds else 0,
+            "histogram_kinds": self.histogram_kinds,
+            "weights": bool(self.scalars_every),
+            "histogram_filter": self._histogram_filter if self.record_if is not None else None,
+        }
+        listening.start(self._inst)
 
     def _histogram_filter(self, step: int) -> bool:
         """`record_if(step)`, asked once per histogram step."""
@@ -69,12 +67,8 @@ class StepListener:
             self._guarded(self._record, record)
 
     def _record(self, record) -> None:
-        self._records = getattr(self, "_records", 0) + 1
-        if self._records == self.dense_steps and self._inst is not None:
-            self._listen(False)  # the first steps were observed one by one: back to the schedule
-            self._listen(True)
         self._first_batch_values()
-        self._step = step = record.step + self.step_offset
+        self._step = step = record.step
         step_values = runinfo.step_values(record, getattr(self.model, "optimizer", None))
         values: list = list(step_values.items())  # (tag, number): written in place (`RunWriter.write`)
         if record.scalars and record.moved:
@@ -87,8 +81,6 @@ class StepListener:
     def _on_guard_event(self, event) -> None:
         if not (self._training and self.active):
             return
-        if self.step_offset:
-            event = dataclasses.replace(event, step=int(event.step) + self.step_offset)
         step = int(event.step)
         values = [text_value(tags.GUARD_EVENTS, guard_event_line(event)),
                   text_value(tags.GUARD_RECORDS, guard_event_json(event)), *self._guard_counters(step)]
@@ -100,7 +92,7 @@ class StepListener:
         if not self.invariants:
             return
         self._watch = invariant_watch(self.model, step=self._read_step)
-        self._watch.add_listener(self._on_invariant)
+        self._listening.hear_invariants(self._watch)
         self._watch.begin_fit(self._next_epoch)
 
     def _on_invariant(self, record: dict) -> None:
@@ -120,7 +112,7 @@ class StepListener:
             return []
         violations, skipped = self._guard_offsets
         counts = (inst.violations + violations, inst.skipped + skipped)
-        if getattr(self, "_counters_queued", None) == (step, counts):
+        if self._counters_queued == (step, counts):
             return []
         self._counters_queued = (step, counts)
         return [

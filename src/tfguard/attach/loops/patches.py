@@ -49,6 +49,7 @@ from collections.abc import Iterator
 
 import keras
 
+from tfguard import seam
 from tfguard.hooks.context import in_loop_code
 
 _MARK = "_tfguard_observed"
@@ -60,7 +61,7 @@ class ObservedCalls:
     def __init__(self, observer):
         self.observer = observer
         self.errors: list[str] = []
-        self._wrapped: list[tuple[type, str, object]] = []  # (class, attribute, what it held)
+        self._wrapped: list[tuple[type, str, object]] = []  # (class, attribute, what it was given)
         self._local = threading.local()
 
     # -- installing ---------------------------------------------------------------
@@ -73,11 +74,8 @@ class ObservedCalls:
         self._hook_subclasses(keras.metrics.Metric, "update_state", self._metric_update)
 
     def remove(self) -> None:
-        for cls, name, held in reversed(self._wrapped):
-            if held is None:
-                delattr(cls, name)
-            else:
-                setattr(cls, name, held)
+        for cls, name, value in reversed(self._wrapped):
+            seam.restore(cls, name, value)
         self._wrapped = []
 
     def _wrap(self, cls: type, name: str, make) -> None:
@@ -86,8 +84,8 @@ class ObservedCalls:
             return
         wrapper = make(original)
         setattr(wrapper, _MARK, True)
-        self._wrapped.append((cls, name, original))
-        setattr(cls, name, wrapper)
+        self._wrapped.append((cls, name, wrapper))
+        seam.replace(cls, name, wrapper)
 
     def _hook_subclasses(self, base: type, name: str, make) -> None:
         held = base.__dict__.get("__init_subclass__")
@@ -100,8 +98,9 @@ class ObservedCalls:
                 super(base, cls).__init_subclass__(**kwargs)
             calls._wrap(cls, name, make)
 
-        self._wrapped.append((base, "__init_subclass__", held))
-        base.__init_subclass__ = classmethod(init_subclass)
+        hook = classmethod(init_subclass)
+        self._wrapped.append((base, "__init_subclass__", hook))
+        seam.replace(base, "__init_subclass__", hook)
 
     # -- the wrappers ----------------------------------------------------------------
     @contextlib.contextmanager
