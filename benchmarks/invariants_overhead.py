@@ -7,7 +7,7 @@ every input, a collapsed output) trains in one process, contenders interleaved r
 warm-up so that machine noise hits all of them alike:
 
 * `none`: plain `fit`;
-* `guard`: `tfguard.guard(model)` (default checkpoints, no invariant check);
+* `guard`: `tfguard.guard(model)` (default stages, no invariant check);
 * `guard+invariants`: the same guarded model with a callback that drives
   the model's invariant watch as `Logger` and `LiveDiagnosis` do
   (`tfguard.invariants.watch(model)`);

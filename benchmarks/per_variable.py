@@ -50,7 +50,7 @@ def variables_of(layout: str) -> list[tf.Variable]:
 
 
 def check(variables):
-    """The update checkpoint: every variable read after the step and found finite."""
+    """The update stage: every variable read after the step and found finite."""
     return Reducer().all_finite([tf.convert_to_tensor(v) for v in variables])
 
 

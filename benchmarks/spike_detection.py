@@ -81,7 +81,7 @@ class Traces:
             table = logs.get(OUTPUT_KEY, {}).get(spikes.TABLE)
             run = traces.runs[-1]
             if table is not None:
-                names = [s.where for s in self.inst.plan.slots if s.checkpoint == spikes.STAGE]
+                names = [s.where for s in self.inst.plan.slots if s.stage == spikes.STAGE]
                 for name, row in zip(names, np.asarray(table)):
                     run["values"].setdefault(name, {})[run["steps"]] = float(row[0])
             run["steps"] += 1
@@ -124,7 +124,7 @@ def guarded_fit(model, **fit):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model.fit(verbose=0, **fit)
-    return {e.batch for e in tfguard.guard_events(model) if e.checkpoint == spikes.STAGE}
+    return {e.batch for e in tfguard.guard_events(model) if e.stage == spikes.STAGE}
 
 
 def healthy_user_program(program, traces: Traces) -> tuple[set, list]:
@@ -148,7 +148,7 @@ def healthy_user_program(program, traces: Traces) -> tuple[set, list]:
         keras.Model.fit = original
     for value in namespace.values():
         if isinstance(value, keras.Model):
-            flagged |= {e.batch for e in tfguard.guard_events(value) if e.checkpoint == spikes.STAGE}
+            flagged |= {e.batch for e in tfguard.guard_events(value) if e.stage == spikes.STAGE}
     runs.append(traces.runs[-1])
     return flagged, runs
 

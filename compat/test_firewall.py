@@ -47,7 +47,7 @@ def test_a_nan_batch_is_skipped_and_every_variable_stays_bitwise(program, jit_co
     assert model.jit_compile is jit_compile
     assert spy.before is not None and bitwise_equal(spy.before, spy.after)
     (event,) = tfguard.guard_events(model)
-    assert (event.checkpoint, event.action, event.epoch_batch) == ("data", "skipped", 1)
+    assert (event.stage, event.action, event.epoch_batch) == ("data", "skipped", 1)
     assert history.history["guard_skipped"] == [1.0]
     assert all(np.isfinite(v).all() for v in state_of(model, model.optimizer) if v.dtype.kind == "f")
 
@@ -59,7 +59,7 @@ def test_raise_names_the_batch_and_applies_nothing(tmp_path):
     tfguard.guard(model, policy="raise", quarantine_dir=str(tmp_path / "quarantine"))
     with pytest.raises(tfguard.GuardViolation) as caught:
         model.fit(x, y, batch_size=16, shuffle=False, verbose=0)
-    assert caught.value.checkpoint == "data" and caught.value.batch == 1
+    assert caught.value.stage == "data" and caught.value.batch == 1
     assert "at batch 1" in str(caught.value)
     assert int(keras.ops.convert_to_numpy(model.optimizer.iterations)) == 1  # batch 0 only
     assert (tmp_path / "quarantine").is_dir()

@@ -7,8 +7,8 @@ these exceptions to one red `ERROR` line plus a hint and an exit code.
 Example:
 
 >>> from tfguard.errors import GuardViolation
->>> err = GuardViolation("loss at step 3 is NaN", checkpoint="loss", step=3)
->>> err.checkpoint, err.step
+>>> err = GuardViolation("loss at step 3 is NaN", stage="loss", step=3)
+>>> err.stage, err.step
 ('loss', 3)
 """
 
@@ -36,7 +36,7 @@ class GuardViolation(TfguardError):
 
     Args:
         message: the full description of the violation.
-        checkpoint: one of `"data"`, `"forward"`, `"loss"`, `"gradients"`,
+        stage: one of `"data"`, `"forward"`, `"loss"`, `"gradients"`,
             or `"check"` for a direct check. Defaults to `"check"`.
         where: the tensor, layer or variable that failed. Defaults to `None`.
         step: the global training step, when known. Defaults to `None`.
@@ -55,7 +55,7 @@ class GuardViolation(TfguardError):
         self,
         message: str,
         *,
-        checkpoint: str = "check",
+        stage: str = "check",
         where: str | None = None,
         step: int | None = None,
         counts: dict | None = None,
@@ -64,7 +64,7 @@ class GuardViolation(TfguardError):
         batch: int | None = None,
         epoch: int | None = None,
     ):
-        self.checkpoint = checkpoint
+        self.stage = stage
         self.batch = batch
         self.epoch = epoch
         self.where = where

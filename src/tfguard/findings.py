@@ -234,7 +234,7 @@ def event_record(event) -> dict:
 
     Example:
 
-    >>> event_record({"step": 3, "checkpoint": "data", "where": "y", "check": "labels",
+    >>> event_record({"step": 3, "stage": "data", "where": "y", "check": "labels",
     ...               "counts": {"bad": 2}})["check"]
     'labels'
     """
@@ -249,7 +249,8 @@ def event_record(event) -> dict:
         "step": int(get("step", 0) or 0),
         "batch": get("batch"),
         "epoch": get("epoch"),
-        "checkpoint": str(get("checkpoint", "")),
+        # logs written before check stages were named so call the stage "checkpoint"
+        "stage": str(get("stage", None) or get("checkpoint", None) or ""),
         "where": str(get("where", "")),
         "check": str(check),
         "counts": {str(k): float(v) for k, v in dict(get("counts", {}) or {}).items()

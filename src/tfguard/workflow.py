@@ -81,7 +81,7 @@ def train_observed(
     Args:
         config: a `tfguard.pipeline.TrainConfig`.
         policy: the firewall policy. Defaults to `"skip"`.
-        forward: the forward checkpoint mode. Defaults to `"output"`.
+        forward: the forward stage mode. Defaults to `"output"`.
         progress: receives one line per event. Defaults to `None`.
         extra_callbacks: more Keras callbacks. Defaults to `()`.
 

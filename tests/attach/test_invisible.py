@@ -68,7 +68,7 @@ class Denoiser(keras.Model):
 model = Denoiser()
 model.compile(optimizer=keras.optimizers.AdamW(1e-3), loss=keras.losses.mean_absolute_error)
 checkpoint = keras.callbacks.ModelCheckpoint("denoiser.weights.h5", save_weights_only=True)
-model.fit(np.tile(x, (1, 1)), epochs=2, batch_size=16, callbacks=[checkpoint], verbose=0)
+model.fit(np.tile(x, (1, 1)), epochs=2, batch_size=16, callbacks=[stage], verbose=0)
 print("SCRIPT-SAYS finished")
 """,
     # A generator whose third batch has the wrong width: a shape error at step 3.

@@ -70,7 +70,7 @@ def test_an_exploding_script_keeps_finite_weights_and_reports_nonfinite(tmp_path
         assert set(symptom) >= SYMPTOM_FIELDS and symptom["id"] in SYMPTOMS
     events = doc["guard_events"]
     assert events and events[0]["run"] == "hot-fit1" and events[0]["action"] == "warned"
-    assert events[0]["checkpoint"] in ("loss", "gradients", "forward")
+    assert events[0]["stage"] in ("loss", "gradients", "forward")
     assert events[0]["quarantine"].startswith(str(tmp_path / "runs" / "quarantine"))
     assert any(line.startswith("tfguard: hot-fit1: guard warned:") for line in lines)
 

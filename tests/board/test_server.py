@@ -80,7 +80,7 @@ def test_guarded_run_lists_its_violations_with_quarantine_folders_and_replay(ans
     run = answer[1][RUNS["guarded"]]
     assert run["violation_count"] == len(run["violations"]) == 4  # 2 NaN batches x 2 epochs
     for v in run["violations"]:
-        assert (v["checkpoint"], v["action"]) == ("data", "skipped")
+        assert (v["stage"], v["action"]) == ("data", "skipped")
         assert v["quarantine"] and os.path.isdir(v["quarantine"])
         assert v["replay"] and "hidden" in v["replay"]
         assert v["values"].startswith("8 NaN")

@@ -62,7 +62,7 @@ def test_a_guarded_runs_rejected_spikes_are_violations_and_hollow_marks(tmp_path
         model.fit(x, y, batch_size=16, shuffle=False, verbose=0, callbacks=[Logger(tmp_path / "logs" / "run")])
     diagnosis, = diagnose_logdir(tmp_path / "logs")
     view = run_view(diagnosis)
-    assert [(v["checkpoint"], v["batch"]) for v in view["violations"]] == [("spike", 70)]
+    assert [(v["stage"], v["batch"]) for v in view["violations"]] == [("spike", 70)]
     assert [(s["step"], s["action"]) for s in view["spikes"]] == [(70, "skipped")]
 
     from tfguard.diagnose import render_html

@@ -140,7 +140,7 @@ def main(settings: dict) -> int:
     result["events"] = [
         {
             "step": e.step,
-            "checkpoint": e.checkpoint,
+            "stage": e.stage,
             "where": e.where,
             "counts": e.counts,
             "action": e.action,

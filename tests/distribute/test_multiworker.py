@@ -292,7 +292,7 @@ def test_weights_stay_bitwise_identical_and_finite(nan_cluster):
 def test_the_chief_reports_the_violation_of_the_other_worker(nan_cluster):
     chief, _ = _both(nan_cluster)
     first = chief["events"][0]
-    assert first["checkpoint"] == "data" and first["where"] == "x" and first["action"] == "skipped"
+    assert first["stage"] == "data" and first["where"] == "x" and first["action"] == "skipped"
     # The counts are all-reduced: 1 NaN (on worker 1) of the global batch, 2 workers x 8 rows x 4 features.
     assert first["counts"]["nan"] == 1 and first["counts"]["bad"] == 1
     assert first["counts"]["total"] == WORKERS * PER_REPLICA_BATCH * 4

@@ -74,7 +74,7 @@ def test_a_nan_batch_is_rejected_and_leaves_every_variable_bitwise(name, jit_com
     assert spy.before is not None and foreign.bitwise_equal(spy.before, spy.after)
     events = tfguard.guard_events(model)
     assert [(e.batch, e.epoch, e.epoch_batch) for e in events] == [(2, 0, 1), (6, 1, 1)]
-    assert events[0].checkpoint == "data" and events[0].action == "skipped"
+    assert events[0].stage == "data" and events[0].action == "skipped"
     assert "at batch 2 (epoch 0, batch 1 of the epoch)" in events[0].message
     assert history.history["guard_skipped"] == [1.0, 1.0]
     assert all(np.isfinite(v).all() for v in foreign.state_of(model, *optimizers) if v.dtype.kind == "f")
@@ -99,7 +99,7 @@ def test_a_hand_written_loop_is_guarded_in_one_line():
         step(tf.constant(x), tf.constant(y))
         if index == 3:
             assert foreign.bitwise_equal(before, foreign.state_of(model, optimizer))
-    assert [(e.batch, e.checkpoint, e.where) for e in step.events] == [(3, "data", "argument 0")]
+    assert [(e.batch, e.stage, e.where) for e in step.events] == [(3, "data", "argument 0")]
     assert int(optimizer.iterations.numpy()) == 4  # the four good steps
     assert all(np.isfinite(v).all() for v in foreign.state_of(model, optimizer) if v.dtype.kind == "f")
 
@@ -119,7 +119,7 @@ def test_a_hand_written_loop_raises_by_default_naming_the_loss():
     step = tfguard.guard_step(train_step, model, quarantine_dir=None)
     with pytest.raises(GuardViolation) as info:
         step(tf.constant([[-1.0, -1.0]]))
-    assert info.value.checkpoint == "loss" and info.value.batch == 0
+    assert info.value.stage == "loss" and info.value.batch == 0
     assert str(info.value).startswith("returned value at batch 0 has 1 NaN")
     np.testing.assert_array_equal(model.layers[0].get_weights()[0], [[1.0], [1.0]])
 
@@ -186,13 +186,13 @@ def test_an_update_that_overflows_is_rejected(policy):
         if policy == "raise":
             with pytest.raises(GuardViolation) as info:
                 model.fit(x, y, batch_size=16, verbose=0)
-            assert info.value.checkpoint == "update" and "d/kernel" in info.value.where
+            assert info.value.stage == "update" and "d/kernel" in info.value.where
             assert "would have" in str(info.value) and "lower the learning rate" in str(info.value)
         else:
             model.fit(x, y, batch_size=16, verbose=0)
     assert foreign.bitwise_equal(before, foreign.state_of(model, model.optimizer, metrics=False))
     events = tfguard.guard_events(model)
-    assert events and events[0].checkpoint == "update" and not events[0].applied
+    assert events and events[0].stage == "update" and not events[0].applied
     if policy == "warn":
         assert any("The update was not applied" in str(w.message) for w in caught)
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfguard.firewall.checkpoints import Flag, Slot, counted_flag
+from tfguard.firewall.stages import Flag, Slot, counted_flag
 from tfguard.firewall.step import decide
 
 NAN, INF = float("nan"), float("inf")

@@ -122,4 +122,4 @@ def test_a_nan_class_id_is_rejected_not_a_crash_of_the_loss_kernel():
         history = model.fit(x, y, batch_size=16, verbose=0)
     assert history.history["guard_skipped"] == [1.0]
     assert foreign.bitwise_equal(before, _state(model))
-    assert tfguard.guard_events(model)[-1].checkpoint == "data"
+    assert tfguard.guard_events(model)[-1].stage == "data"

@@ -37,7 +37,7 @@ def test_the_nan_row_is_named_in_every_epoch_and_its_return_is_said(tmp_path):
         history = model.fit(x, y, epochs=3, batch_size=64, shuffle=True, verbose=0)
     assert history.history["guard_skipped"] == [1.0, 1.0, 1.0]
     events = tfguard.guard_events(model)
-    assert [e.checkpoint for e in events] == ["data"] * 3 and all(e.where == "x" for e in events)
+    assert [e.stage for e in events] == ["data"] * 3 and all(e.where == "x" for e in events)
     prints = set()
     for number, event in enumerate(events):
         (row,) = event.examples
@@ -80,7 +80,7 @@ def test_the_replay_names_the_rows_at_fault(tmp_path):
         warnings.simplefilter("ignore", tfguard.GuardWarning)
         model.fit(x, np.zeros((32, 1), "float32"), batch_size=32, shuffle=False, verbose=0)
     (event,) = tfguard.guard_events(model)
-    assert event.checkpoint == "forward" and not event.examples
+    assert event.stage == "forward" and not event.examples
     report = tfguard.replay(event.quarantine, model=model)
     assert report.first_layer == "cube" and report.examples == [{"row": 6, "bad": 1, "values": 4}]
     assert "Examples at fault: example 6 of the batch (1 of its 4 values)." in report.summary()

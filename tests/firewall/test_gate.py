@@ -55,7 +55,7 @@ def test_a_gated_update_is_left_out_of_the_restore_and_a_nan_batch_still_changes
         warnings.simplefilter("ignore", tfguard.GuardWarning)
         model.fit(bad, y[16:], batch_size=16, verbose=0)
     assert foreign.bitwise_equal(before, foreign.state_of(model, model.optimizer, metrics=False))
-    assert tfguard.guard_events(model)[0].checkpoint == "data"
+    assert tfguard.guard_events(model)[0].stage == "data"
     model.fit(x[16:], y[16:], batch_size=16, verbose=0)
     assert not foreign.bitwise_equal(before, foreign.state_of(model, model.optimizer, metrics=False))
 
@@ -69,7 +69,7 @@ def test_an_overflowing_gated_update_is_never_written_and_named(skips):
     before = foreign.state_of(model, model.optimizer, metrics=False)
     with pytest.raises(tfguard.GuardViolation) as info:
         model.fit(x, np.full((16, 3), 10.0, np.float32), batch_size=16, verbose=0)
-    assert info.value.checkpoint == "update" and "d/kernel" in info.value.where
+    assert info.value.stage == "update" and "d/kernel" in info.value.where
     assert "would have" in str(info.value)
     assert foreign.bitwise_equal(before, foreign.state_of(model, model.optimizer, metrics=False))
     assert skips[-1]  # the update was gated, not held
@@ -152,7 +152,7 @@ def test_a_non_finite_gradient_of_a_gated_update_is_named_without_being_kept_to_
     before = foreign.state_of(model, model.optimizer, metrics=False)
     with pytest.raises(tfguard.GuardViolation) as info:
         model.fit(x, np.ones((16, 3), np.float32), batch_size=16, verbose=0)
-    assert info.value.checkpoint == "gradients" and "d/kernel" in info.value.where
+    assert info.value.stage == "gradients" and "d/kernel" in info.value.where
     assert "has a NaN or Inf among its 12 values" in str(info.value)
     assert foreign.bitwise_equal(before, foreign.state_of(model, model.optimizer, metrics=False))
 
@@ -179,6 +179,6 @@ def test_every_layer_checked_in_a_gated_step_is_judged_at_the_door_not_held_to_t
     x = -np.random.default_rng(0).random((16, 4), dtype=np.float32)
     with pytest.raises(tfguard.GuardViolation) as info:
         model.fit(x, np.ones((16, 2), np.float32), batch_size=16, verbose=0)
-    assert info.value.checkpoint == "forward" and "log" in info.value.where
+    assert info.value.stage == "forward" and "log" in info.value.where
     assert "has a NaN or Inf among its 48 values" in str(info.value)
     assert foreign.bitwise_equal(before, foreign.state_of(model, model.optimizer, metrics=False))

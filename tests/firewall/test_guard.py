@@ -43,7 +43,7 @@ def test_a_model_fitted_before_it_was_guarded_is_guarded_on_its_next_fit(data, t
     before, state = weights_of(model), optimizer_state(model)
     history = model.fit(poisoned(x[:16]), y[:16], batch_size=16, epochs=1, verbose=0)
     assert history.history["guard_skipped"] == [1.0]
-    assert [event.checkpoint for event in tfguard.guard_events(model)] == ["data"]
+    assert [event.stage for event in tfguard.guard_events(model)] == ["data"]
     # every weight, the BatchNormalization moving statistics included, bitwise as before
     assert all(np.array_equal(a, b) for a, b in zip(before, weights_of(model)))
     assert all(np.array_equal(a, b) for a, b in zip(state, optimizer_state(model)))
@@ -59,7 +59,7 @@ def test_skip_counts_show_in_history_and_training_continues(classifier, data, tm
     assert all(np.isfinite(w).all() for w in weights_of(model))
 
 
-def test_raise_names_checkpoint_tensor_step_counts_and_quarantines(classifier, data, tmp_path):
+def test_raise_names_stage_tensor_step_counts_and_quarantines(classifier, data, tmp_path):
     x, y = data
     model = tfguard.guard(classifier, policy="raise", quarantine_dir=str(tmp_path))
     model.fit(x[:16], y[:16], batch_size=16, epochs=1, verbose=0)
@@ -67,7 +67,7 @@ def test_raise_names_checkpoint_tensor_step_counts_and_quarantines(classifier, d
     with pytest.raises(GuardViolation) as info:
         model.fit(poisoned(x[:16]), y[:16], batch_size=16, epochs=1, verbose=0)
     error = info.value
-    assert error.checkpoint == "data" and error.where == "x" and error.step == 1
+    assert error.stage == "data" and error.where == "x" and error.step == 1
     assert error.counts["nan"] == 1
     assert "x at step 1 has" not in str(error)  # data checks word their own counts
     assert "1 NaN, 0 +Inf, 0 -Inf of 64 values" in str(error)
@@ -76,7 +76,7 @@ def test_raise_names_checkpoint_tensor_step_counts_and_quarantines(classifier, d
     assert all(np.array_equal(a, b) for a, b in zip(good, weights_of(model)))
     with open(os.path.join(error.quarantine, "meta.json")) as handle:
         meta = json.load(handle)
-    assert meta["step"] == 1 and meta["checkpoint"] == "data"
+    assert meta["step"] == 1 and meta["stage"] == "data"
     batch = np.load(os.path.join(error.quarantine, "batch.npz"), allow_pickle=False)
     assert np.isnan(batch["x::"]).sum() == 1
 
@@ -180,7 +180,7 @@ def test_every_layer_mode_catches_what_the_output_check_cannot_see(data, tmp_pat
     loud = tfguard.guard(build(), policy="raise", forward="layers", quarantine_dir=str(tmp_path))
     with pytest.raises(GuardViolation) as info:
         loud.fit(x, y, batch_size=64, verbose=0)
-    assert info.value.checkpoint == "forward"
+    assert info.value.stage == "forward"
     assert info.value.where == "layer 'overflow'"
 
 
@@ -248,7 +248,7 @@ def test_none_gradients_are_skipped_not_an_error(data, tmp_path):
     assert history.history["guard_violations"] == [0.0]
 
 
-def test_loss_checkpoint_names_the_loss(data, tmp_path):
+def test_loss_stage_names_the_loss(data, tmp_path):
     x, y = data
 
     def log_loss(y_true, y_pred):
@@ -260,7 +260,7 @@ def test_loss_checkpoint_names_the_loss(data, tmp_path):
     tfguard.guard(model, policy="raise", data=None, localize=False, quarantine_dir=str(tmp_path))
     with pytest.raises(GuardViolation) as info:
         model.fit(x, y, batch_size=64, verbose=0)
-    assert info.value.checkpoint == "loss"
+    assert info.value.stage == "loss"
     assert "lower the learning rate" not in info.value.hint
 
 

@@ -121,7 +121,7 @@ def test_custom_train_step_asserts_vs_tfguard(tmp_path):
     model.fit(x[:16], y[:16], batch_size=16, verbose=0)  # batch 0
     with pytest.raises(GuardViolation) as info:
         model.fit(x, y, batch_size=16, shuffle=False, verbose=0)
-    assert info.value.checkpoint == "data" and info.value.batch == 2 and info.value.epoch == 0
+    assert info.value.stage == "data" and info.value.batch == 2 and info.value.epoch == 0
     assert all(np.isfinite(v.numpy()).all() for v in model.weights)
 
 

@@ -82,9 +82,9 @@ def test_bad_batches_are_rejected_where_they_sit_and_the_weights_equal_a_run_wit
     x, y = _data()
     spoiled = _model()
     history, events = _fit(spoiled, *_spoiled(x, y))
-    assert [(e.batch, e.checkpoint) for e in events] == [(CORRUPTED, "spike"), (NAN, "data"), (MISLABELLED, "spike")]
+    assert [(e.batch, e.stage) for e in events] == [(CORRUPTED, "spike"), (NAN, "data"), (MISLABELLED, "spike")]
     assert history.history["guard_skipped"] == [3.0]  # counted in `history` as any rejected step
-    assert {e.where for e in events if e.checkpoint == "spike"} <= {"loss", "gradient_norm"}
+    assert {e.where for e in events if e.stage == "spike"} <= {"loss", "gradient_norm"}
     clean = _model()
     _, none = _fit(clean, *_without(x, y, [CORRUPTED, NAN, MISLABELLED]))
     assert none == []
@@ -113,7 +113,7 @@ def test_a_nan_batch_does_not_poison_the_window():
     x[NAN * BATCH + 5, 2] = np.nan
     model = _model()
     _, events = _fit(model, x, y, data=None)  # no data check: the NaN reaches the gradients (ReLU drops it)
-    assert [(e.batch, e.checkpoint) for e in events] == [(NAN, "gradients")]
+    assert [(e.batch, e.stage) for e in events] == [(NAN, "gradients")]
     window = instrumentation_of(model).spike_window
     assert np.isfinite(window.values("loss")).all() and np.isfinite(window.values("gradient_norm")).all()
 
@@ -124,7 +124,7 @@ def test_raise_names_the_signal_its_value_the_window_and_the_threshold():
     with pytest.raises(tfguard.GuardViolation) as info:
         _fit(model, x, y, policy="raise")
     error = info.value
-    assert error.checkpoint == "spike" and error.batch == CORRUPTED and error.where in ("loss", "gradient_norm")
+    assert error.stage == "spike" and error.batch == CORRUPTED and error.where in ("loss", "gradient_norm")
     counts = error.counts
     assert counts["value"] > counts["threshold"] == pytest.approx(counts["mean"] + 6 * counts["std"], rel=1e-5)
     assert counts["window"] == 120 and counts["sigmas"] == 6.0
@@ -142,7 +142,7 @@ def test_warn_applies_the_spike_reports_it_and_keeps_it_out_of_the_window():
         model.fit(x[:(CORRUPTED + 1) * BATCH], y[:(CORRUPTED + 1) * BATCH], batch_size=BATCH, shuffle=False,
                   verbose=0)
     event, = tfguard.guard_events(model)
-    assert event.checkpoint == "spike" and event.applied and event.action == "warned"
+    assert event.stage == "spike" and event.applied and event.action == "warned"
     assert int(model.optimizer.iterations) == CORRUPTED + 1  # applied
     window = instrumentation_of(model).spike_window.values("loss")
     assert len(window) == CORRUPTED and window.max() < event.counts["threshold"]
@@ -159,7 +159,7 @@ def test_a_gated_update_is_decided_on_the_spike_before_it_is_written(jit_compile
     spoiled = _model(jit_compile)
     xs, ys = _spoiled(x, y)
     _, events = _fit(spoiled, xs[:(MISLABELLED + 1) * BATCH], ys[:(MISLABELLED + 1) * BATCH], hold_bytes=0, data=None)
-    assert [(e.batch, e.checkpoint) for e in events][0] == (CORRUPTED, "spike")
+    assert [(e.batch, e.stage) for e in events][0] == (CORRUPTED, "spike")
     gated = {id(tf_variable(v)) for v in spoiled.trainable_variables}
     assert skips and gated <= skips[-1]  # the gate's decision covered the step's: nothing held to restore
     clean = _model(jit_compile)
@@ -210,7 +210,7 @@ def test_a_custom_train_step_is_watched_through_its_compute_loss():
     x, y = _data()
     spoiled = _model(model_class=foreign.CustomStep)
     _, events = _fit(spoiled, *_spoiled(x, y), data=None)
-    assert [e.batch for e in events if e.checkpoint == "spike"] == [CORRUPTED, MISLABELLED]
+    assert [e.batch for e in events if e.stage == "spike"] == [CORRUPTED, MISLABELLED]
 
 
 def test_a_gan_is_watched_through_its_gradient_norm_and_both_optimizers_stay_untouched():
@@ -233,7 +233,7 @@ def test_a_gan_is_watched_through_its_gradient_norm_and_both_optimizers_stay_unt
         warnings.simplefilter("ignore", tfguard.GuardWarning)
         model.fit(images, batch_size=16, shuffle=False, verbose=0, callbacks=[Before()])
     events = tfguard.guard_events(model)
-    assert [(e.batch, e.checkpoint, e.where) for e in events] == [(100, "spike", "gradient_norm")]
+    assert [(e.batch, e.stage, e.where) for e in events] == [(100, "spike", "gradient_norm")]
     assert foreign.bitwise_equal(*states)
 
 
@@ -251,7 +251,7 @@ def test_a_hand_written_loop_is_watched_through_its_returned_loss(tmp_path):
         for b in range(MISLABELLED + 1):
             if b != NAN:
                 step(tf.constant(x[b * BATCH:(b + 1) * BATCH]), tf.constant(y[b * BATCH:(b + 1) * BATCH]))
-    assert [(e.batch, e.checkpoint) for e in step.events] == [(CORRUPTED, "spike"), (MISLABELLED - 1, "spike")]
+    assert [(e.batch, e.stage) for e in step.events] == [(CORRUPTED, "spike"), (MISLABELLED - 1, "spike")]
     assert len(step.spike_window.values("loss")) == 64
 
 
@@ -350,7 +350,7 @@ tfguard.guard(model, policy="skip", spikes={"window": 16, "warmup": 8}, quaranti
 import warnings
 warnings.simplefilter("ignore")
 model.fit(x, y, batch_size=2 * BATCH, shuffle=False, verbose=0)
-print("EVENTS", [(e.batch, e.checkpoint) for e in tfguard.guard_events(model)])
+print("EVENTS", [(e.batch, e.stage) for e in tfguard.guard_events(model)])
 window = instrumentation_of(model).spike_window
 ring, count = window.ring(("loss", "gradient_norm"))
 copies = [np.array(t) for t in strategy.experimental_local_results(ring)]

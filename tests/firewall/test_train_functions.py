@@ -50,7 +50,7 @@ def test_a_guarded_listened_model_trains_rejects_a_nan_batch_and_measures_its_in
     bad[3, 1] = np.nan
     model.fit(bad, y[8:16], batch_size=8, verbose=0)
     assert all(np.array_equal(a, b) for a, b in zip(before, model.get_weights()))
-    assert [e.checkpoint for e in tfguard.guard_events(model)] == ["data"]
+    assert [e.stage for e in tfguard.guard_events(model)] == ["data"]
     model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
     assert not all(np.array_equal(a, b) for a, b in zip(before, model.get_weights()))
     waits = [r.scalars[tags.INPUT_WAIT_FRACTION] for r in seen if tags.INPUT_WAIT_FRACTION in r.scalars]

@@ -118,8 +118,8 @@ def test_exploding_learning_rate_is_stopped_before_the_weights_are_poisoned(tmp_
     error = _fit_until_violation(model, x, y, tmp_path, epochs=50)
     # Two steps at this rate leave weights near 1e24: finite, so they were applied, and the
     # hidden activations (~1e24) are finite too; the output multiplies two such numbers and
-    # overflows float32 (max ~3.4e38). The forward pass is the first checkpoint to see it.
-    assert error.checkpoint == "forward"
+    # overflows float32 (max ~3.4e38). The forward pass is the first stage to see it.
+    assert error.stage == "forward"
     assert all(np.isfinite(v.numpy()).all() for v in model.weights)
     report = tfguard.replay(error.quarantine, model=model)
     assert report.step == error.step

@@ -67,7 +67,7 @@ def outside_fit_records(fits: list[FitRecord], gate_counts: dict[str, int],
                                       [event_record(e) for e in events], events))
     for optimizer, count in gate_counts.items():
         if count:
-            event = {"step": 0, "checkpoint": "outside_fit", "where": optimizer, "check": "finite",
+            event = {"step": 0, "stage": "outside_fit", "where": optimizer, "check": "finite",
                      "counts": {"updates": float(count)}, "action": "skip"}
             records.append(_diagnosed(f"{optimizer}-outside-fit", optimizer,
                                       first_index + len(records), [event]))

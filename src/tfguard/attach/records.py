@@ -94,7 +94,7 @@ def take_model(model, record: FitRecord, *, guard: bool, policy: str, forward: s
         record: the call's record; a model the firewall cannot guard gets a note.
         guard: turn the firewall on.
         policy: the firewall's policy.
-        forward: the firewall's forward checkpoint.
+        forward: the firewall's forward stage.
         quarantine_dir: where the firewall saves bad batches.
 
     Returns:

@@ -22,7 +22,7 @@ added, as the schema allows within a version::
                 "error": str | null,      # "<type>: <message>" if fit raised
                 "notes": [str]}],
       "guard_events": [{"run": str,       # the firewall's violations, in order
-                        "step": int, "checkpoint": "data" | "forward" | "loss" | "gradients",
+                        "step": int, "stage": "data" | "forward" | "loss" | "gradients",
                         "where": str, "action": "raised" | "skipped" | "warned",
                         "message": str, "quarantine": str | null,
                         "failed": [str], "counts": {name: number}}],
@@ -59,7 +59,7 @@ def event_to_json(run: str, event) -> dict:
 
     >>> from tfguard.firewall import GuardEvent
     >>> e = GuardEvent(4, "loss", "loss", "loss at step 4 has 1 NaN", {"nan": 1}, "warned")
-    >>> event_to_json("mlp-fit1", e)["checkpoint"]
+    >>> event_to_json("mlp-fit1", e)["stage"]
     'loss'
 
     Args:
@@ -72,7 +72,7 @@ def event_to_json(run: str, event) -> dict:
     return _plain({
         "run": run,
         "step": int(event.step),
-        "checkpoint": event.checkpoint,
+        "stage": event.stage,
         "where": event.where,
         "action": event.action,
         "message": event.message,

@@ -113,7 +113,7 @@ class AttachSession:
         logger: add `tfguard.summary.Logger`. Defaults to `True`.
         quarantine_dir: where the firewall saves bad batches. Defaults to
             `None` (`<logdir>/quarantine`).
-        forward: the firewall's forward checkpoint, `"output"`, `"layers"` or
+        forward: the firewall's forward stage, `"output"`, `"layers"` or
             `"off"`. Defaults to `"output"`.
         hparams: extra hyperparameters for every run (e.g. the script's
             name). Defaults to `None`.

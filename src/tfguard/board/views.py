@@ -112,7 +112,7 @@ def spike_marks(d: Diagnosis) -> list[dict]:
     Example:
 
     >>> from tfguard.diagnose import Signals, diagnose
-    >>> record = {"step": 7, "checkpoint": "spike", "where": "loss", "check": "spike", "action": "skipped",
+    >>> record = {"step": 7, "stage": "spike", "where": "loss", "check": "spike", "action": "skipped",
     ...           "counts": {"value": 9.5, "mean": 1.0, "std": 0.2, "threshold": 2.2}}
     >>> spike_marks(diagnose(Signals(guard_events=[record])))
     [{'step': 7, 'value': 9.5, 'action': 'skipped'}]

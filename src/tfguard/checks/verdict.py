@@ -33,7 +33,7 @@ def raise_if_failed(results: Sequence[CheckResult], context: str):
         first, first_values = failed[0]
         raise GuardViolation(
             f"{context}: " + "; ".join(lines),
-            checkpoint="data",
+            stage="data",
             where=first.target,
             counts={k: v.item() for k, v in first_values.items() if np.ndim(v) == 0},
             hint=hint_for(first.check),

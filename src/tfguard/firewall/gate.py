@@ -44,7 +44,7 @@ import dataclasses
 import tensorflow as tf
 
 from tfguard.firewall import stats
-from tfguard.firewall.checkpoints import Flag, Slot, counted_flag, variable_path
+from tfguard.firewall.stages import Flag, Slot, counted_flag, variable_path
 from tfguard.hooks import dry_run, tf_compat
 from tfguard.hooks.transaction import is_float, tf_variable
 
@@ -202,7 +202,7 @@ class Gate:
             self.last = dataclasses.replace(self.last, ops=len(self._graph.get_operations()))
 
     def state_value(self, held, final: bool) -> tf.Tensor:
-        """The value of a held variable the update checkpoint checks: read at the gate, reused at the end."""
+        """The value of a held variable the update stage checks: read at the gate, reused at the end."""
         key = id(held.tf_variable)
         if final and key in self.state_reads and not self.written_after(held):
             return self.state_reads[key]

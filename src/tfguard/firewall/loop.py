@@ -5,7 +5,7 @@ step function (`tf.GradientTape` and `optimizer.apply_gradients`): each call
 runs the function inside the same transaction as a guarded `fit` step, with
 the data (every float argument), loss (what `compute_loss` returned, or the
 float values the function returns), gradients (everything handed to an
-optimizer) and update checkpoints, the policy on the host, and the batch
+optimizer) and update stages, the policy on the host, and the batch
 quarantined with the model's weights. Its step is a hand-written loop's
 (`StepContext.hand_written`): under `tfguard run` the loop recorder sees its
 updates too, and its violations join the loop's run (`guarded_steps`).
@@ -32,7 +32,7 @@ Example:
 >>> step = tfguard.guard_step(train_step, model, policy="skip", quarantine_dir=None)
 >>> x = np.ones((4, 2), "float32"); x[1, 0] = np.nan
 >>> _ = step(tf.constant(x), tf.ones((4, 1)))
->>> [(e.checkpoint, e.where, e.batch) for e in step.events]
+>>> [(e.stage, e.where, e.batch) for e in step.events]
 [('data', 'argument 0', 0)]
 >>> bool(np.isfinite(model.get_weights()[0]).all())
 True
@@ -46,12 +46,12 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfguard.firewall import checkpoints
-from tfguard.firewall.checkpoints import Flag
+from tfguard.firewall import stages
 from tfguard.firewall.config import DEFAULT_QUARANTINE, GuardConfig
 from tfguard.firewall.door import FirewallContext, zero_sparse_unless
 from tfguard.firewall.policy import Counters, GuardEvent, PolicyEnforcer
 from tfguard.firewall.spikes import TABLE, SpikeCheck, SpikeWindow, batch_rows
+from tfguard.firewall.stages import Flag
 from tfguard.firewall.step import Plan, decide, step_after
 from tfguard.hooks import keras_compat
 from tfguard.hooks.context import add_outside_door, current, remove_outside_door
@@ -98,22 +98,22 @@ class GuardedStep(Counters):
         step_context.hand_written = True
         named = {}
         for index, value in enumerate(args):
-            for position, leaf in enumerate(checkpoints.float_leaves(value)):
+            for position, leaf in enumerate(stages.float_leaves(value)):
                 named[f"argument {index}" + (f"[{position}]" if position else "")] = leaf
-        flags: list[Flag] = checkpoints.finite_flags("data", named)
+        flags: list[Flag] = stages.finite_flags("data", named)
         with step_context.active():
             outputs = self._body(*args, **kwargs)
         if isinstance(outputs, dict) or step_context.losses:
-            flags += checkpoints.loss(step_context, outputs)
+            flags += stages.loss(step_context, outputs)
         else:  # the function returned its loss (or a few values): each float one must be finite
-            leaves = checkpoints.float_leaves(outputs)
-            flags += checkpoints.finite_flags("loss", {
+            leaves = stages.float_leaves(outputs)
+            flags += stages.finite_flags("loss", {
                 "returned value" + (f" {i}" if len(leaves) > 1 else ""): t for i, t in enumerate(leaves)})
-        flags += checkpoints.gradients(step_context)
+        flags += stages.gradients(step_context)
         spike_check = SpikeCheck(self.spike_window, batch_rows(args[:1])) if self.spike_window is not None else None
         if spike_check is not None:
             flags += spike_check.flags(step_context, returned=_returned_loss(outputs))
-        flags += checkpoints.update(step_context)
+        flags += stages.update(step_context)
         extra = {}
         if flags:
             extra = decide(flags, self.guard.policy)
@@ -155,7 +155,7 @@ def _returned_loss(outputs) -> list:
     """The loss a hand-written step returned, for the spike stage: its `"loss"`, or its first float scalar."""
     if isinstance(outputs, dict):
         outputs = outputs.get("loss")
-    scalars = [t for t in checkpoints.float_leaves(outputs) if t.shape.rank == 0]
+    scalars = [t for t in stages.float_leaves(outputs) if t.shape.rank == 0]
     return scalars[:1]
 
 

@@ -36,7 +36,7 @@ from tfguard.checks import hint_for
 from tfguard.errors import GuardViolation
 from tfguard.findings import STAGE_FIXES
 from tfguard.firewall import spikes
-from tfguard.firewall.checkpoints import CHECKPOINTS
+from tfguard.firewall.stages import STAGES
 from tfguard.forensics.examples import (
     Recurrences,
     describe_recurrences,
@@ -61,13 +61,13 @@ class GuardEvent:
 
     Args:
         step: the global step when the batch was tried (the optimizer's iterations).
-        checkpoint: data, forward, loss, gradients or update (the first that failed).
+        stage: data, forward, loss, gradients or update (the first that failed).
         where: the tensor, layer or variable.
         message: the full text.
         counts: the numbers behind it.
         action: `"raised"`, `"skipped"` or `"warned"`.
         quarantine: the folder of the saved batch, if saved.
-        failed: every failed slot as `"checkpoint: where"`.
+        failed: every failed slot as `"stage: where"`.
         replay: the `ReplayReport` of the batch, when it was localized.
         batch: the 0-based index of the batch among all batches the model
             trained on (across `fit` calls). Defaults to the step.
@@ -82,7 +82,7 @@ class GuardEvent:
     """
 
     step: int
-    checkpoint: str
+    stage: str
     where: str
     message: str
     counts: dict
@@ -163,8 +163,8 @@ class PolicyEnforcer:
         """
         inst, config = self.inst, self.inst.guard
         failed = [i for i, f in enumerate(failures) if f > 0]
-        order = {name: rank for rank, name in enumerate(CHECKPOINTS)}
-        failed.sort(key=lambda i: (order[plan.slots[i].checkpoint], i))
+        order = {name: rank for rank, name in enumerate(STAGES)}
+        failed.sort(key=lambda i: (order[plan.slots[i].stage], i))
         first = plan.slots[failed[0]]
         counts, detail, rows = self._describe(plan, failed[0], extra, data)
         applied = float(extra.get("applied", 0.0)) > 0
@@ -172,9 +172,9 @@ class PolicyEnforcer:
         batch, epoch, epoch_batch = position
         rows = self.recurrences.note(rows, epoch, batch)
         update = "The update was applied." if applied else "The update was not applied."
-        others = [f"{plan.slots[i].checkpoint}: {plan.slots[i].where}" for i in failed]
+        others = [f"{plan.slots[i].stage}: {plan.slots[i].where}" for i in failed]
         message = (f"{first.where} at {describe_position(batch, epoch, epoch_batch)} {detail} "
-                   f"(checkpoint: {first.checkpoint}, policy: {config.policy}, global step {step}). "
+                   f"(stage: {first.stage}, policy: {config.policy}, global step {step}). "
                    f"{update}")
         if len(failed) > 1:
             more = f' and {len(others) - 6} more' if len(others) > 6 else ''
@@ -182,7 +182,7 @@ class PolicyEnforcer:
         recurring = describe_recurrences(rows)
         if recurring:
             message += f" {recurring}"
-        event = GuardEvent(step, first.checkpoint, first.where, message, counts,
+        event = GuardEvent(step, first.stage, first.where, message, counts,
                            ACTIONS[config.policy], failed=others, batch=batch, epoch=epoch,
                            epoch_batch=epoch_batch, applied=applied, check=first.check, examples=rows)
         if config.max_quarantined and inst.quarantined < config.max_quarantined:
@@ -246,7 +246,7 @@ class PolicyEnforcer:
     # -- the policy --------------------------------------------------------------------
     def _act(self, event: GuardEvent, first, counts: dict) -> None:
         inst, config = self.inst, self.inst.guard
-        hint = hint_for(first.check) if first.checkpoint == "data" else STAGE_FIXES[first.checkpoint]
+        hint = hint_for(first.check) if first.stage == "data" else STAGE_FIXES[first.stage]
         stopped = None
         if config.policy == "raise":
             stopped = event.message
@@ -255,12 +255,12 @@ class PolicyEnforcer:
                        f"(max_consecutive_skips={config.max_consecutive_skips}); the weights are "
                        f"those of global step {event.step}, the last good update. "
                        f"Last violation: {event.message}")
-            if first.checkpoint == spikes.STAGE:
+            if first.stage == spikes.STAGE:
                 stopped += (" Spikes in a row are a new level, not outliers: an update before them "
                             "damaged the weights (a learning-rate burst), or the data changed (guard "
                             "the model again to start the window over).")
         if stopped is not None:
-            raise GuardViolation(stopped, checkpoint=first.checkpoint, where=first.where,
+            raise GuardViolation(stopped, stage=first.stage, where=first.where,
                                  step=event.step, counts=counts, quarantine=event.quarantine,
                                  hint=hint, batch=event.batch, epoch=event.epoch)
         if config.policy == "warn":
@@ -269,17 +269,17 @@ class PolicyEnforcer:
     def _describe(self, plan, index: int, extra, data) -> tuple[dict, str, list[dict]]:
         """The counts behind a failed slot, its words, and (a data check on the host) the rows it rejects."""
         slot = plan.slots[index]
-        if slot.checkpoint == spikes.STAGE:  # its rows are named by the replay (`forensics.spike_replay`)
+        if slot.stage == spikes.STAGE:  # its rows are named by the replay (`forensics.spike_replay`)
             return (*spikes.describe(plan, index, extra, self.inst.guard.spikes.sigmas), [])
         if index in plan.finite_slots:
             row = np.asarray(extra["finite_counts"])[plan.finite_slots.index(index)]
             nan, posinf, neginf, total = (int(v) for v in row)
             counts = {"nan": nan, "posinf": posinf, "neginf": neginf, "total": total}
-            verb = "would have" if slot.checkpoint == "update" else "has"
+            verb = "would have" if slot.stage == "update" else "has"
             if nan < 0:  # judged by its sum alone, not kept to be counted (a gated step)
                 return {"total": total}, f"{verb} a NaN or Inf among its {total} values", []
             return counts, f"{verb} {nan} NaN, {posinf} +Inf, {neginf} -Inf of {total} values", []
-        data_index = sum(1 for s in plan.slots[:index] if s.checkpoint == "data")
+        data_index = sum(1 for s in plan.slots[:index] if s.stage == "data")
         rows, batch_rows = [], None
         if "data_values" in extra:  # several replicas: counted in the graph, all-reduced
             result = plan.data_results[data_index]

@@ -32,9 +32,9 @@ import tensorflow as tf
 from tfguard import tags
 from tfguard.checks.contract import leaves
 from tfguard.firewall import stats
-from tfguard.firewall.checkpoints import float_leaves
 from tfguard.firewall.door import FirewallContext, gradient_rows
 from tfguard.firewall.histograms import Sample, histograms_when
+from tfguard.firewall.stages import float_leaves
 from tfguard.hooks import dry_run
 from tfguard.hooks.branch import rare
 from tfguard.hooks.stacks import stack_groups

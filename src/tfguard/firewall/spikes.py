@@ -46,10 +46,10 @@ import tensorflow as tf
 
 from tfguard.errors import ContractError
 from tfguard.firewall import stats
-from tfguard.firewall.checkpoints import Flag, Slot
+from tfguard.firewall.stages import Flag, Slot
 
 STAGE = "spike"
-"""The check stage of a spike (a `Slot`'s checkpoint and check)."""
+"""The check stage of a spike (a `Slot`'s stage and check)."""
 SIGNALS = ("loss", "gradient_norm")
 """What a spike can be seen in: the step's loss, the global norm of its gradients."""
 GRADIENT_NORM = "gradient_norm"
@@ -382,7 +382,7 @@ def describe(plan, index: int, extra: dict, sigmas: float) -> tuple[dict, str]:
     >>> text
     'is a spike: 9 > 2.5, the mean 1 + 6 x the std 0.25 of the last 128 accepted steps'
     """
-    row = sum(1 for slot in plan.slots[:index] if slot.checkpoint == STAGE)
+    row = sum(1 for slot in plan.slots[:index] if slot.stage == STAGE)
     values = [float(v) for v in extra[TABLE][row]]
     counts = dict(zip(COLUMNS, values))
     counts["sigmas"] = sigmas

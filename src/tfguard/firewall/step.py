@@ -4,7 +4,7 @@ Wrap, never replace: `make_step(model, inst, original)` returns a
 `train_step(data)` that runs `original` (Keras's `train_step` or the
 model's override: a GAN's, a VAE's) unchanged, inside:
 
-1. the **data** checkpoint, on the batch before the step sees it (class ids
+1. the **data** stage, on the batch before the step sees it (class ids
    a `labels` check flags are clipped into range for the step, so a bad
    label cannot crash the loss kernel; such a step is never applied);
 2. a **transaction** holding every variable the step may change (model
@@ -12,7 +12,7 @@ model's override: a GAN's, a VAE's) unchanged, inside:
    states, every optimizer the model holds, and whatever an update touches);
 3. the step itself, with `FirewallContext` recording each optimizer update and
    each `compute_loss`, and taps recording layer outputs when asked;
-4. the **forward**, **loss**, **gradients** and **update** checkpoints on
+4. the **forward**, **loss**, **gradients** and **update** stages on
    what the step recorded and on the state it left;
 5. one decision, all-reduced over replicas, and the transaction rolled
    back under `tf.cond` when the step is rejected.
@@ -42,11 +42,11 @@ import keras
 import tensorflow as tf
 
 from tfguard.checks.labels import Labels
-from tfguard.firewall import checkpoints, probes, spikes, stats
-from tfguard.firewall.checkpoints import Flag, Slot
+from tfguard.firewall import probes, spikes, stages, stats
 from tfguard.firewall.config import HOLD_BYTES
 from tfguard.firewall.door import FirewallContext
 from tfguard.firewall.gate import Gate
+from tfguard.firewall.stages import Flag, Slot
 from tfguard.hooks import keras_compat, taps
 from tfguard.hooks.context import ORIGINAL_STEP
 from tfguard.optimizer_state import step_counter
@@ -136,7 +136,7 @@ def decide(flags: list[Flag], policy: str, reducer: stats.Reducer | None = None)
     if finite:
         # one cond: on a good step one sum per tensor; only a non-finite sum costs the exact
         # per-tensor flags and their NaN/Inf counts
-        finite_flags, counts = checkpoints.finite_ok([f.tensor for f in finite], counts=True, reducer=reducer)
+        finite_flags, counts = stages.finite_ok([f.tensor for f in finite], counts=True, reducer=reducer)
         parts.append(finite_flags)
         rows.append(counts)
     if taken:
@@ -200,15 +200,15 @@ def _coverage(model, context: FirewallContext, config) -> list[str]:
     notes = []
     name = type(model).__name__
     if config.forward == "output" and not context.losses:
-        notes.append(f"{name}'s train_step does not call compute_loss: the forward checkpoint "
+        notes.append(f"{name}'s train_step does not call compute_loss: the forward stage "
                      "watches the outputs of the model's direct sub-layers, and the loss "
-                     "checkpoint the float values the step returns")
+                     "stage the float values the step returns")
     if not context.updates and not context.nested_updates:
         notes.append(f"{name}'s train_step applied no optimizer update that the guard could see: "
                      "only the state it holds is checked and rolled back")
     if context.nested_updates:
         notes.append(f"{context.nested_updates} optimizer update(s) inside the step's own control "
-                     "flow (a cond or a loop) are checked only through the update checkpoint")
+                     "flow (a cond or a loop) are checked only through the update stage")
     return notes
 
 
@@ -235,7 +235,7 @@ def make_step(model: keras.Model, inst, original) -> callable:
         contract = inst.contract if config is not None else None
         flags: list[Flag] = []
         if contract is not None:
-            flags += checkpoints.data(contract, x, y, sample_weight, counted=not inst.in_graph_batch)
+            flags += stages.data(contract, x, y, sample_weight, counted=not inst.in_graph_batch)
         context = FirewallContext(
             model, restores=config is not None,
             hold_bytes=config.hold_bytes if config is not None else HOLD_BYTES,
@@ -254,16 +254,16 @@ def make_step(model: keras.Model, inst, original) -> callable:
             """The step's flags as of now: before a gated update (the gate), or at the end."""
             records = tape.records if tape is not None else []
             found = list(data_flags)
-            forward = checkpoints.forward(config.forward, context, records if layers_mode else _direct(model, records))
+            forward = stages.forward(config.forward, context, records if layers_mode else _direct(model, records))
             if layers_mode and (judged or not final):
                 forward = [_judged_now(f, judged, reducer) for f in forward]
             found += forward
-            found += checkpoints.loss(context, logs if final else {})
-            found += checkpoints.gradients(context)
+            found += stages.loss(context, logs if final else {})
+            found += stages.gradients(context)
             if spike_check is not None:  # known before a gated update is written: the gate decides on it too
                 found += spike_check.flags(context)
             if state:
-                found += checkpoints.update(context, context.gate, final)
+                found += stages.update(context, context.gate, final)
             return found
 
         if config is not None:
@@ -341,7 +341,7 @@ def _judged_now(flag: Flag, judged: dict, reducer: stats.Reducer) -> Flag:
         return flag
     key = (flag.slot, id(flag.tensor))
     if key not in judged:
-        judged[key] = checkpoints.counted_flag(flag.slot, flag.tensor, reducer)
+        judged[key] = stages.counted_flag(flag.slot, flag.tensor, reducer)
     return judged[key]
 
 

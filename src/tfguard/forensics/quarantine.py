@@ -2,7 +2,7 @@
 
 A quarantine folder `<root>/<model>/batch-<N>` holds `batch.npz` (x, y,
 sample weights), `weights.npz` (every model variable, by index; names in the
-metadata), `meta.json` (batch, epoch, global step, checkpoint, where,
+metadata), `meta.json` (batch, epoch, global step, stage, where,
 counts, message, structure of the batch, versions, the files that define
 the model's classes), `model.keras` when Keras can save the model, and
 `replay.json` when the batch was localized with the live model. `meta.json`
@@ -23,7 +23,7 @@ Example (the guard saves a batch holding a NaN; it loads back as it was):
 >>> x = np.ones((4, 3), "float32"); x[2, 1] = np.nan
 >>> _ = model.fit(x, np.ones((4, 1)), batch_size=4, verbose=0)
 >>> q = load_quarantine(tfguard.guard_events(model)[0].quarantine)
->>> q.x.shape, int(np.isnan(q.x).sum()), q.batch, q.meta["checkpoint"]
+>>> q.x.shape, int(np.isnan(q.x).sum()), q.batch, q.meta["stage"]
 ((4, 3), 1, 0, 'data')
 """
 
@@ -101,7 +101,7 @@ def save_quarantine(root: str, model: keras.Model, data, event, strategy=None) -
             (N: the batch's 0-based index among all batches the model trained on).
         model: the model whose weights were used for the batch.
         data: the batch as Keras received it (`x`, `(x, y)` or `(x, y, sw)`).
-        event: the `GuardEvent` (batch, epoch, step, checkpoint, where, message, counts).
+        event: the `GuardEvent` (batch, epoch, step, stage, where, message, counts).
         strategy: the distribution strategy, to gather per-replica values.
             Defaults to `None`.
 
@@ -156,7 +156,7 @@ def _write_folder(folder: str, model: keras.Model, data, event, batch: int, stra
         "epoch": getattr(event, "epoch", None),
         "epoch_batch": getattr(event, "epoch_batch", None),
         "step": int(event.step),
-        "checkpoint": event.checkpoint,
+        "stage": event.stage,
         "where": event.where,
         "message": event.message,
         "counts": {k: float(v) for k, v in event.counts.items()},
@@ -361,6 +361,8 @@ def load_quarantine(path: str) -> Quarantine:
         raise QuarantineError(
             f"Received an unknown quarantine format in {meta_path}: {found!r}, expected {FORMAT!r}."
         )
+    if "stage" not in meta and "checkpoint" in meta:  # written before check stages were named so
+        meta["stage"] = meta.pop("checkpoint")
     layouts = meta.get("arrays")  # absent in folders written before tfguard declared them
     layouts = layouts if isinstance(layouts, dict) else {}
     arrays, stored = (read_arrays(os.path.join(path, name), layouts.get(name))

@@ -346,7 +346,7 @@ def replay(path: str, model: keras.Model | None = None, custom_objects=None,
             state.restore_if(tf.constant(True))
             load_weights()
             _find_op(model, step_fn, data, report)
-        if quarantine.meta.get("checkpoint") == spike_replay.SPIKE:
+        if quarantine.meta.get("stage") == spike_replay.SPIKE:
             def run_step(batch):
                 state.restore_if(tf.constant(True))
                 load_weights()

@@ -117,7 +117,7 @@ def uninstall(layers: Iterable[keras.layers.Layer]) -> None:
 def tap(model: keras.Model) -> list[keras.layers.Layer]:
     """Taps every layer nested in `model` not tapped yet; returns those (what the caller's `uninstall` takes off).
 
-    The layers whose outputs the forward checkpoint and the activation
+    The layers whose outputs the forward stage and the activation
     signals watch: the guarded step and replays tap so, and a GAN's or a
     VAE's inner layers are watched too.
     """

@@ -161,7 +161,7 @@ def lint_json(model, x=None, y=None, extra=()) -> str:
 
 
 def guard_event_line(event) -> str:
-    """One markdown line for one firewall violation: step, checkpoint, where, action, message.
+    """One markdown line for one firewall violation: step, stage, where, action, message.
 
     Example:
 
@@ -171,7 +171,7 @@ def guard_event_line(event) -> str:
     """
     where = " ".join(str(event.where).split())
     message = " ".join(str(event.message).split())
-    return f"- step {event.step}, **{event.checkpoint}**: {where} ({event.action}). {message}"
+    return f"- step {event.step}, **{event.stage}**: {where} ({event.action}). {message}"
 
 
 def guard_event_json(event) -> str:

@@ -28,7 +28,7 @@ def test_json_nested_past_the_parser_limit_is_left_out(tmp_path):
 
 
 def test_a_guard_record_of_other_types_is_left_out(tmp_path):
-    good = {"step": 3, "batch": 2, "epoch": 0, "checkpoint": "data", "where": "x", "check": "finite",
+    good = {"step": 3, "batch": 2, "epoch": 0, "stage": "data", "where": "x", "check": "finite",
             "counts": {"nan": 1}, "failed": ["data: x"], "action": "skipped"}
     for bad in ({"step": "x"}, {"counts": 5}, {"failed": 5}, {"step": 4, "batch": "two"}):
         append(tmp_path / "run" / EVENT_FILE, text("guard/records", 1, json.dumps(bad)))

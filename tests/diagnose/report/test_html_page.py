@@ -303,7 +303,7 @@ def test_every_embedded_plot_decodes_to_a_non_blank_png_of_the_expected_size(pag
 
 def test_hostile_names_in_firewall_and_hparams_are_literal():
     hostile = "<script>alert(1)</script>\r\x1b[31m" + "W" * 3000
-    record = {"step": 2, "batch": 2, "epoch": 0, "checkpoint": "gradients", "where": hostile,
+    record = {"step": 2, "batch": 2, "epoch": 0, "stage": "gradients", "where": hostile,
               "check": "finite", "counts": {"nan": 3.0, "posinf": 0.0, "neginf": 0.0},
               "failed": [f"gradients: {hostile}"], "action": "skipped"}
     line = (f"- step 2, **gradients**: {hostile} (skipped). gradient at batch 2 (epoch 0, batch 2 of "

@@ -53,10 +53,10 @@ from tfguard.attach.loops.graph_inputs import activation_outputs, batch_argument
 from tfguard.attach.loops.run import LossKey
 from tfguard.attach.loops.windows import Observation
 from tfguard.firewall import probes, stats
-from tfguard.firewall.checkpoints import float_leaves
 from tfguard.firewall.config import HOLD_BYTES
 from tfguard.firewall.door import FirewallContext
 from tfguard.firewall.probes import Group
+from tfguard.firewall.stages import float_leaves
 from tfguard.optimizer_state import step_counter
 
 

@@ -133,7 +133,7 @@ function timeline(violations, loss, spikes = []) {
   for (const v of violations) {
     const mark = svg('circle', {cx: x(v.step), cy: markY, r: 5, class: `mark action-${v.action || 'none'}`}, chart);
     const title = svg('title', {}, mark);
-    title.textContent = `step ${v.step}: ${v.checkpoint} · ${v.where} (${v.action})`;
+    title.textContent = `step ${v.step}: ${v.stage} · ${v.where} (${v.action})`;
   }
   for (const s of spikes) {
     const at = x(Number(s.step));
@@ -162,14 +162,14 @@ function firewall(run) {
   const rows = run.violations.map((v) => [
     v.step,
     v.batch === null ? '-' : `batch ${v.batch}` + (v.epoch === null ? '' : ` (epoch ${v.epoch})`),
-    `${v.checkpoint || '-'} · ${v.check || '-'}`,
+    `${v.stage || '-'} · ${v.check || '-'}`,
     v.where || '-',
     v.values || '-',
     DONE[v.action] || v.action || '-',
     v.quarantine || (v.quarantine_error ? `not saved: ${v.quarantine_error}` : '-'),
     v.replay || '-',
   ]);
-  box.appendChild(table(['step', 'batch', 'checkpoint · check', 'tensor / layer / variable', 'values',
+  box.appendChild(table(['step', 'batch', 'stage · check', 'tensor / layer / variable', 'values',
     'what was done', 'quarantined', 'replay localized'], rows, 'violations'));
   return box;
 }

@@ -159,7 +159,7 @@ class Signals:
             Defaults to `[]`.
         path: the run directory, when read from disk. Defaults to `None`.
         guard_events: the firewall's violations as evidence (`event_record`
-            dicts: step, batch, epoch, checkpoint, where, check, counts).
+            dicts: step, batch, epoch, stage, where, check, counts).
             Defaults to `[]`.
         status: how training ended when it failed (`run/status`: `status`,
             `type`, `error`, `step`, `detail`), or `None`. Defaults to `None`.

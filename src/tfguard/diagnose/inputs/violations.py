@@ -1,7 +1,7 @@
 """`violations`: the firewall's violations of one run, each with what was done about it.
 
 The logger writes each violation twice: a JSON record (`guard/records`: step,
-batch, epoch, checkpoint, where, check, counts, failed slots, action), which
+batch, epoch, stage, where, check, counts, failed slots, action), which
 the rules read, and a markdown line (`guard/events`) holding the full
 message, which also says where the batch was quarantined and what the
 replay localized. `violations` joins the two (by step, in the order
@@ -15,7 +15,7 @@ Example:
 >>> line = ("- step 4, **data**: x (skipped). x at batch 7 (epoch 1, batch 1 of the epoch) "
 ...         "failed check 'finite': 8 NaN of 256 values. The batch is saved in /q/batch-7. "
 ...         "First non-finite layer on replay: 'hidden' (output 0).")
->>> record = {"step": 4, "batch": 7, "epoch": 1, "checkpoint": "data", "where": "x",
+>>> record = {"step": 4, "batch": 7, "epoch": 1, "stage": "data", "where": "x",
 ...           "check": "finite", "counts": {"nan": 8.0}, "failed": ["data: x"], "action": "skipped"}
 >>> v, = violations(Signals(texts={"guard/events": [(4, line)]}, guard_events=[record]))
 >>> v.batch, v.epoch, v.epoch_batch, v.quarantine, v.first_bad_layer
@@ -30,8 +30,8 @@ import re
 from tfguard import tags
 from tfguard.diagnose.inputs.signals import Signals
 
-CHECKPOINTS = ("data", "forward", "loss", "gradients", "update", "spike")
-"""The firewall's checkpoints, in the order a violation names them."""
+STAGES = ("data", "forward", "loss", "gradients", "update", "spike")
+"""The firewall's stages, in the order a violation names them."""
 
 _LINE = re.compile(r"- step (-?\d+), \*\*([^*]*)\*\*: (.*?) \(([a-z]+)\)\. (.*)", re.S)
 _POSITION = re.compile(r"at batch (\d+)(?: \(epoch (\d+)(?:, batch (\d+) of the epoch)?\))?")
@@ -51,13 +51,13 @@ class Violation:
         batch: the 0-based index of the batch among all batches, or `None`.
         epoch: the 0-based epoch, or `None`.
         epoch_batch: the 0-based index of the batch in its epoch, or `None`.
-        checkpoint: the first checkpoint that failed (`data`, `forward`,
+        stage: the first stage that failed (`data`, `forward`,
             `loss`, `gradients`, `update`).
         where: the tensor, layer or variable.
         check: the check that failed (`finite`, `labels`, ...).
         action: what was done: `skipped`, `warned` or `raised`.
         counts: the numbers behind it (`nan`, `posinf`, `bad`, `total`, ...).
-        failed: every failed slot, `"checkpoint: where"`.
+        failed: every failed slot, `"stage: where"`.
         quarantine: the folder the batch was saved in, or `None`.
         quarantine_error: why it could not be saved, or `None`.
         first_bad_layer: the first non-finite layer on replay, or `None`.
@@ -69,7 +69,7 @@ class Violation:
     batch: int | None = None
     epoch: int | None = None
     epoch_batch: int | None = None
-    checkpoint: str = ""
+    stage: str = ""
     where: str = ""
     check: str = ""
     action: str = ""
@@ -105,8 +105,8 @@ def _from_line(step: int, text: str) -> dict:
     found = _LINE.match((text or "").strip())
     if not found:
         return {"step": step, "message": str(text or "")}
-    _step, checkpoint, where, action, message = found.groups()
-    out = {"step": int(_step), "checkpoint": checkpoint, "where": where, "action": action,
+    _step, stage, where, action, message = found.groups()
+    out = {"step": int(_step), "stage": stage, "where": where, "action": action,
            "message": message}
     position = _POSITION.search(message)
     if position:

@@ -107,7 +107,7 @@ def _multi_hot(signals: Signals):
             return (f"label rows sum to up to {float(finite.max()):.3g}", step, epoch,
                     {"label_row_sum_max": float(finite.max())})
     events = [e for e in signals.guard_events
-              if e.get("checkpoint") == "data" and e.get("check") == "probabilities"]
+              if e.get("stage") == "data" and e.get("check") == "probabilities"]
     if events:
         return ("the firewall's probabilities check refused the target rows of "
                 f"{len(events)} batch(es)", events[0].get("step"), events[0].get("epoch"),

@@ -206,7 +206,7 @@ def _class_ids(values: np.ndarray) -> bool:
 def _from_guard_events(signals: Signals) -> list[Finding]:
     """The firewall's own counts of labels it refused (its `labels`/`one_hot`/`probabilities` checks)."""
     events = [e for e in signals.guard_events
-              if e.get("checkpoint") == "data" and e.get("check") in ("labels", "one_hot")]
+              if e.get("stage") == "data" and e.get("check") in ("labels", "one_hot")]
     if not events:
         return []
     first = events[0]

@@ -21,7 +21,7 @@ Each stage gets the finding and the fix that fit it:
 Example:
 
 >>> from tfguard.diagnose import Signals, Thresholds
->>> record = {"step": 3, "epoch": 0, "batch": 3, "checkpoint": "data", "where": "x", "check": "finite",
+>>> record = {"step": 3, "epoch": 0, "batch": 3, "stage": "data", "where": "x", "check": "finite",
 ...           "counts": {"nan": 10.0, "total": 640.0}, "action": "skipped",
 ...           "examples": [{"row": 5, "bad": 10, "values": 10, "fingerprint": "ab12", "earlier": []}]}
 >>> again = {**record, "step": 20, "epoch": 1, "batch": 33,
@@ -51,7 +51,7 @@ def data_events(signals: Signals) -> list[dict]:
     `label_range`'s.
     """
     return [e for e in signals.guard_events
-            if e.get("checkpoint") == "data" and e.get("check") not in LABEL_CHECKS
+            if e.get("stage") == "data" and e.get("check") not in LABEL_CHECKS
             and (not str(e.get("where", "")).startswith("y") or e.get("check") == "finite")]
 
 
@@ -139,13 +139,13 @@ def stage_finding(signals: Signals, events: list[dict]) -> Finding:
     """`nonfinite` from violations at a loss, gradient, update or forward stage: what failed and that stage's fix."""
     by_step = {v.step: v for v in violations(signals)}
     first = events[0]
-    stage = str(first.get("checkpoint") or "gradients")
+    stage = str(first.get("stage") or "gradients")
     where = str(first.get("where") or "")
     step = first.get("step")
     seen = by_step.get(int(step or 0))
     layer = seen.first_bad_layer if seen is not None else None
     what = _counts_text(first.get("counts") or {})
-    stages = sorted({str(e.get("checkpoint")) for e in events})
+    stages = sorted({str(e.get("stage")) for e in events})
     message = (f"the firewall caught {len(events)} non-finite step(s) at its {stage} stage, the first at "
                f"step {step}: {where}" + (f" ({what})" if what else "") + ".")
     if layer:

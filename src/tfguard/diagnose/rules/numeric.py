@@ -187,7 +187,7 @@ _OUTSIDE_FIT_SUGGESTION = (
 
 
 def _outside_fit(events: list[dict]) -> Finding:
-    """The updates the firewall's gate rejected outside any `fit` (`checkpoint == "outside_fit"`):
+    """The updates the firewall's gate rejected outside any `fit` (`stage == "outside_fit"`):
     `train_on_batch` or a hand-written loop under `tfguard run`, counted per optimizer."""
     updates = int(sum(e.get("counts", {}).get("updates", 1) for e in events))
     where = ", ".join(dict.fromkeys(f"'{e.get('where')}'" for e in events if e.get("where")))
@@ -201,12 +201,12 @@ def _outside_fit(events: list[dict]) -> Finding:
 
 
 def _from_guard(signals: Signals) -> list[Finding]:
-    outside = [e for e in signals.guard_events if e.get("checkpoint") == "outside_fit"]
+    outside = [e for e in signals.guard_events if e.get("stage") == "outside_fit"]
     if outside:
         return [_outside_fit(outside)]
     if signals.guard_events:  # a data check's violation is the record's (`bad_record`, `label_range`)
         staged = [e for e in signals.guard_events if e.get("check") == "finite"
-                  and e.get("checkpoint") in ("forward", "loss", "gradients", "update")]
+                  and e.get("stage") in ("forward", "loss", "gradients", "update")]
         return [stage_finding(signals, staged)] if staged else []
     # logs written before the structured records: the event lines
     lines = [(step, text) for step, text in signals.texts.get(tags.GUARD_EVENTS, [])

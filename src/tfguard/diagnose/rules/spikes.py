@@ -168,7 +168,7 @@ def spikes_of(signals: Signals, thresholds: Thresholds) -> tuple[list[dict], str
     Raises:
         MissingSignals: with neither spike records nor batch losses.
     """
-    records = [e for e in signals.guard_events if e.get("checkpoint") == SPIKE]
+    records = [e for e in signals.guard_events if e.get("stage") == SPIKE]
     if records:
         spikes, where = [], []
         for record in records:

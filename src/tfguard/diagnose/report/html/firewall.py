@@ -1,7 +1,7 @@
 """`firewall_section`: the HTML of a run's firewall violations, one row each, on a timeline.
 
 Each violation shows its global step, its batch (and epoch, and batch of
-the epoch), the checkpoint and check that failed, the tensor / layer /
+the epoch), the stage and check that failed, the tensor / layer /
 variable, the numbers (NaN, +Inf, -Inf of how many), what was done
 (skipped, warned, raised), where the batch was quarantined (or why it could
 not be) and what the replay localized. Beside it, `firewall_png` puts the
@@ -11,7 +11,7 @@ violations than it recorded, the section says so.
 Example:
 
 >>> from tfguard.diagnose import Signals, diagnose
->>> record = {"step": 3, "batch": 3, "epoch": 0, "checkpoint": "loss", "where": "loss",
+>>> record = {"step": 3, "batch": 3, "epoch": 0, "stage": "loss", "where": "loss",
 ...           "check": "finite", "counts": {"nan": 1.0}, "failed": [], "action": "skipped"}
 >>> d = diagnose(Signals.from_arrays({"batch/loss": ([1, 2, 3, 4], [1.0, 0.9, 0.8, 0.7])},
 ...                                  guard_events=[record]))
@@ -30,7 +30,7 @@ from tfguard.diagnose.report.plots.firewall import firewall_png
 MAX_ROWS = 200
 """The most violations listed in the table (the timeline draws them all)."""
 
-_HEAD = ["step", "batch", "checkpoint · check", "tensor / layer / variable", "values",
+_HEAD = ["step", "batch", "stage · check", "tensor / layer / variable", "values",
          "what was done", "quarantined", "replay localized"]
 _WIDTHS = [6, 11, 11, 17, 12, 9, 18, 16]
 
@@ -54,16 +54,16 @@ def _row(v: Violation) -> list[str]:
     else:
         kept = '<span class="muted">-</span>'
     also = ""
-    others = [f for f in v.failed if f != f"{v.checkpoint}: {v.where}"]
+    others = [f for f in v.failed if f != f"{v.stage}: {v.where}"]
     if others:
         per = {}
         for slot in others:
-            checkpoint = slot.split(":", 1)[0]
-            per[checkpoint] = per.get(checkpoint, 0) + 1
+            stage = slot.split(":", 1)[0]
+            per[stage] = per.get(stage, 0) + 1
         shown = ", ".join(f"{k} ({n})" for k, n in per.items())
         also = f'<br><span class="muted">also failed: {e(shown)}</span>'
     return [
-        e(v.step), e(_position(v)), f"{e(v.checkpoint or '-')} · {e(v.check or '-')}",
+        e(v.step), e(_position(v)), f"{e(v.stage or '-')} · {e(v.check or '-')}",
         f'<span class="where">{e(v.where or "-")}</span>{also}', e(v.counts_text() or "-"),
         f'<span class="action {e(action)}">{e(done)}</span>', kept,
         e(v.replay) if v.replay else '<span class="muted">-</span>',
@@ -95,7 +95,7 @@ def firewall_section(d: Diagnosis) -> str:
     more = (f'<p class="muted">{len(found) - MAX_ROWS} more violation(s) are on the timeline only.</p>'
             if len(found) > MAX_ROWS else "")
     figure = img(firewall_png(s, found), f"firewall timeline of run {d.run}",
-                 "The loss with each flagged step in red (above); each violation by the checkpoint "
+                 "The loss with each flagged step in red (above); each violation by the stage "
                  "that failed first, shaped by what was done (below).")
     return "\n".join([
         '<div class="firewall">', "<h3>Firewall</h3>", f"<p>{e(summary)}.</p>", figure,

@@ -3,7 +3,7 @@
 Two panels share the step axis. Above, the loss (per batch and per epoch)
 with a red band at every step the firewall flagged, so the person sees
 what the loss did around each one. Below, one marker per violation on the
-row of the checkpoint that failed first (data, forward, loss, gradients,
+row of the stage that failed first (data, forward, loss, gradients,
 update), shaped by what was done (skipped: x, warned: triangle, raised:
 square). Epoch ends are dotted lines on both.
 
@@ -12,7 +12,7 @@ Example:
 >>> from tfguard.diagnose import Signals
 >>> from tfguard.diagnose.inputs.violations import Violation
 >>> s = Signals.from_arrays({"batch/loss": (list(range(1, 21)), [1.0 - i / 40 for i in range(20)])})
->>> firewall_png(s, [Violation(step=7, checkpoint="loss", where="loss", action="skipped")])[:4]
+>>> firewall_png(s, [Violation(step=7, stage="loss", where="loss", action="skipped")])[:4]
 b'\\x89PNG'
 >>> firewall_png(s, []) is None
 True
@@ -24,7 +24,7 @@ import numpy as np
 
 from tfguard import tags
 from tfguard.diagnose.inputs.signals import Signals
-from tfguard.diagnose.inputs.violations import CHECKPOINTS, Violation
+from tfguard.diagnose.inputs.violations import STAGES, Violation
 from tfguard.diagnose.report.plots.kit import (
     figure,
     finish,
@@ -50,8 +50,8 @@ def firewall_png(signals: Signals, found: list[Violation]) -> bytes | None:
         return None
     curves = [(t, signals.series(t)) for t in (tags.batch("loss"), tags.train("loss"))]
     curves = [(t, s) for t, s in curves if s is not None and s.has_steps]
-    rows = [c for c in CHECKPOINTS if c in {v.checkpoint for v in found}] or list(CHECKPOINTS)
-    rows += sorted({v.checkpoint for v in found} - set(rows))
+    rows = [c for c in STAGES if c in {v.stage for v in found}] or list(STAGES)
+    rows += sorted({v.stage for v in found} - set(rows))
     fig = figure(8, 2.0 + 0.28 * len(rows) + (2.6 if curves else 0))
     if curves:
         top, bottom = fig.subplots(2, 1, sharex=True,
@@ -64,7 +64,7 @@ def firewall_png(signals: Signals, found: list[Violation]) -> bytes | None:
         bottom = fig.subplots()
     for action in sorted({v.action for v in found}):
         marker, color = _ACTIONS.get(action, ("o", "#555555"))
-        points = [(v.step, rows.index(v.checkpoint)) for v in found if v.action == action]
+        points = [(v.step, rows.index(v.stage)) for v in found if v.action == action]
         bottom.scatter([p[0] for p in points], [p[1] for p in points], marker=marker, color=color,
                        s=46, label=label(action or "unknown", 20), zorder=3)
     bottom.set_yticks(range(len(rows)), [label(r, 14) for r in rows])
@@ -81,6 +81,6 @@ def firewall_png(signals: Signals, found: list[Violation]) -> bytes | None:
     from matplotlib.ticker import MaxNLocator  # matplotlib is loaded by now (figure)
 
     bottom.xaxis.set_major_locator(MaxNLocator(integer=True))
-    finish(bottom, "step", f"{len(found)} violation(s) by checkpoint; dotted lines end epochs")
+    finish(bottom, "step", f"{len(found)} violation(s) by stage; dotted lines end epochs")
     fig.tight_layout()
     return png(fig)

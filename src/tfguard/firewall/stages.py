@@ -1,4 +1,4 @@
-"""The five checkpoints of a guarded step, one builder each: flags as tensors, never a raise.
+"""The check stages of a guarded step, one builder each: flags as tensors, never a raise.
 
 * `data`: the batch against the contract, before the step runs;
 * `forward`: the model's predictions (or every tapped layer's output);
@@ -31,27 +31,27 @@ from tfguard.firewall import stats
 from tfguard.hooks.branch import rare
 from tfguard.hooks.context import StepContext
 
-CHECKPOINTS = ("data", "forward", "loss", "gradients", "update", "spike")
+STAGES = ("data", "forward", "loss", "gradients", "update", "spike")
 """Every check stage, in the order a violation names them (`spike`: `tfguard.firewall.spikes`, last: a value
 that overflowed is named as such, not as an outlier)."""
 MUST_REJECT = ("loss", "gradients", "update")
 UNCOUNTED = -1.0
 """The NaN/Inf counts of a flag judged by its sum alone (`counted_flag`): not taken."""
-"""Checkpoints whose failure is never applied, whatever the policy (it would poison the weights)."""
+"""Stages whose failure is never applied, whatever the policy (it would poison the weights)."""
 
 
 @dataclasses.dataclass(frozen=True)
 class Slot:
-    """One flag of the step: which checkpoint, which tensor, which check."""
+    """One flag of the step: which stage, which tensor, which check."""
 
-    checkpoint: str
+    stage: str
     where: str
     check: str
 
     @property
     def must_reject(self) -> bool:
         """Whether a failure here is never applied (`warn` too): loss, gradients, update, labels."""
-        return self.checkpoint in MUST_REJECT or self.check == "labels"
+        return self.stage in MUST_REJECT or self.check == "labels"
 
 
 @dataclasses.dataclass
@@ -105,9 +105,9 @@ def counted_flag(slot: Slot, tensor: tf.Tensor, reducer: stats.Reducer | None = 
     return Flag(slot, ok=ok, counts=counts)
 
 
-def finite_flags(checkpoint: str, named: dict) -> list[Flag]:
+def finite_flags(stage: str, named: dict) -> list[Flag]:
     """One `finite` flag per float tensor: `where -> tensor` (computed by `finite_ok`)."""
-    return [Flag(Slot(checkpoint, where, "finite"), tensor=t) for where, t in named.items()]
+    return [Flag(Slot(stage, where, "finite"), tensor=t) for where, t in named.items()]
 
 
 def finite_ok(tensors: list[tf.Tensor], counts: bool = False, reducer: stats.Reducer | None = None):
@@ -356,5 +356,5 @@ def variable_path(variable) -> str:
     return getattr(variable, "path", None) or variable.name
 
 
-__all__ = ["CHECKPOINTS", "COUNTED_AT_ONCE", "MUST_REJECT", "UNCOUNTED", "Flag", "Slot", "counted_flag", "data", "finite_flags", "finite_ok", "float_leaves",
+__all__ = ["STAGES", "COUNTED_AT_ONCE", "MUST_REJECT", "UNCOUNTED", "Flag", "Slot", "counted_flag", "data", "finite_flags", "finite_ok", "float_leaves",
            "forward", "gradients", "loss", "nonfinite_counts", "update", "variable_path"]
