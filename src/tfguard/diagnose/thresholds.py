@@ -89,7 +89,10 @@ class Thresholds:
         vanish_ratio: first-layer / last-layer gradient-norm ratio below
             which gradients vanish. AUTOTRAINER `beta_1`. Defaults to `1e-3`.
         vanish_first_norm: and the first layer's gradient norm must be below
-            this. AUTOTRAINER `beta_2`. Defaults to `1e-4`.
+            this, unless the run is at chance (`chance_margin`): a norm's size
+            depends on the layer's size and the loss's scale (a deep sigmoid
+            LeNet at accuracy 0.10 had its first convolution at 7e-4, 1/1800
+            of its last layer). AUTOTRAINER `beta_2`. Defaults to `1e-4`.
         dead_fraction: fraction of a ReLU layer's units that are <= 0 for a
             whole batch above which the layer is dying. DeepDiagnosis (dead
             node at 70 %), AUTOTRAINER `gamma`. Defaults to `0.7`.

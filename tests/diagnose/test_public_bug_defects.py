@@ -1,0 +1,72 @@
+"""Defects of the diagnosis that the public-bug benchmark showed (issue 41, docs/diagnosis-benchmark.md).
+
+Each defect is shown on a small program of the same shape, run under `tfguard run` as it is (the
+benchmark's own programs are a development corpus, not tests), and each fix is checked on the
+other side of its threshold: a run that learns, a healthy twin, a degenerate run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tfguard.diagnose import Signals, Thresholds
+from tfguard.diagnose.rules.gradients import vanishing_gradient
+
+from . import user_programs as U
+
+ALARMS = ("warning", "error")
+TH = Thresholds()
+STEPS = np.arange(1, 101)
+ENDS = np.arange(25, 101, 25)
+
+
+def _alarms(program: U.UserProgram, tmp_path) -> list:
+    result = U.run(program, tmp_path)
+    assert result.exit_code == 0, result.traceback
+    return [f for d in result.diagnoses for f in d.findings if f.severity in ALARMS]
+
+
+# -- a deep sigmoid network at chance: its gradients vanish, whatever their absolute size ------
+DEEP_SIGMOID = U.UserProgram("deep_sigmoid_at_chance", "vanishing_gradient", """
+    init = keras.initializers.VarianceScaling(2.0, "fan_in", "normal")
+    model = keras.Sequential([keras.Input((64,))]
+                             + [keras.layers.Dense(32, activation="sigmoid", kernel_initializer=init)
+                                for _ in range(9)]
+                             + [keras.layers.Dense(10, activation="softmax", kernel_initializer=init)])
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    model.fit(digits_x / 2.0, digits_y, epochs=4, batch_size=32, verbose=0)
+""", also=("no_learning", "collapsed_output"))
+
+
+def test_deep_sigmoid_network_at_chance_gets_vanishing_gradient_first(tmp_path):
+    # before: the first layer's norm (1.4e-4, 1/4000 of the last layer's) was above AUTOTRAINER's
+    # absolute bound 1e-4, so nothing named the cause and collapsed_output came first
+    alarms = _alarms(DEEP_SIGMOID, tmp_path)
+    assert [f.id for f in alarms][:1] == ["vanishing_gradient"], [(f.id, f.severity) for f in alarms]
+    first = alarms[0]
+    assert first.evidence["first_norm"] >= TH.vanish_first_norm  # the case the absolute bound missed
+    assert "at chance" in first.message and first.evidence["chance_best_accuracy"] < 0.15
+    assert all(f.id in DEEP_SIGMOID.also for f in alarms[1:]), [f.id for f in alarms]
+
+
+def _gradients(first_norm: float, accuracy: list[float]) -> Signals:
+    return Signals.from_arrays(
+        {"grad_norm/dense": (STEPS, np.full(100, first_norm)),
+         "grad_norm/dense_1": (STEPS, np.full(100, 0.05)),
+         "grad_norm/out": (STEPS, np.full(100, 1.0)),
+         "train/accuracy": (ENDS, accuracy), "train/loss": (ENDS, [2.3, 2.0, 1.5, 1.0])},
+        epoch_end_steps=ENDS,
+        model={"output_units": 10, "output_activation": "softmax",
+               "loss": {"name": "SparseCategoricalCrossentropy", "class": "SparseCategoricalCrossentropy"}})
+
+
+def test_vanishing_ratio_alone_only_counts_in_a_run_at_chance():
+    # the same norms (first layer 5e-4, 1/2000 of the last) in a run that learns: the absolute
+    # bound still applies, no finding
+    assert vanishing_gradient(_gradients(5e-4, [0.3, 0.6, 0.8, 0.9]), TH) == []
+    (f,) = vanishing_gradient(_gradients(5e-4, [0.09, 0.1, 0.11, 0.1]), TH)
+    assert f.severity == "warning" and f.evidence["chance_best_accuracy"] == 0.11
+    # a dead network's first layer gets no gradient at all: the ratio is 0, as before
+    (dead,) = vanishing_gradient(_gradients(0.0, [0.1, 0.1, 0.1, 0.1]), TH)
+    assert dead.evidence["first_norm"] == 0.0 and "at chance" not in dead.message
+
