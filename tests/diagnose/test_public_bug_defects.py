@@ -11,6 +11,7 @@ import numpy as np
 
 from tfguard.diagnose import Signals, Thresholds
 from tfguard.diagnose.rules.gradients import vanishing_gradient
+from tfguard.diagnose.rules.optimizer import learning_rate
 
 from . import user_programs as U
 
@@ -70,3 +71,60 @@ def test_vanishing_ratio_alone_only_counts_in_a_run_at_chance():
     (dead,) = vanishing_gradient(_gradients(0.0, [0.1, 0.1, 0.1, 0.1]), TH)
     assert dead.evidence["first_norm"] == 0.0 and "at chance" not in dead.message
 
+
+# -- a run NaN from its second step: the one update it made was far larger than the weights ------
+_DIGITS_784 = """
+    x = np.pad(np.kron(digits_x.reshape(-1, 8, 8) / 16.0, np.ones((3, 3))),
+               ((0, 0), (2, 2), (2, 2))).reshape(-1, 784)
+    x = (x * np.sqrt(88.0 / (x ** 2).sum(axis=1).mean())).astype("float32")
+    y = keras.utils.to_categorical(digits_y, 10)
+    model = keras.Sequential([keras.Input((784,)), keras.layers.Dense(
+        10, activation="softmax", kernel_initializer="zeros", bias_initializer="zeros")])
+    def summed_cross_entropy(y_true, y_pred):  # summed over the batch, not averaged
+        return -keras.ops.sum(y_true * keras.ops.log(y_pred))
+"""
+SUMMED_LOSS = U.UserProgram("summed_loss_sgd", "learning_rate", _DIGITS_784 + """
+    model.compile(optimizer=keras.optimizers.SGD(0.01), loss=summed_cross_entropy, metrics=["accuracy"])
+    model.fit(x, y, batch_size=205, epochs=4, verbose=0)
+""", also=("nonfinite",))
+MEAN_LOSS = U.UserProgram("mean_loss_sgd", None, _DIGITS_784 + """
+    model = keras.Sequential([keras.Input((784,)), keras.layers.Dense(10, activation="softmax")])
+    model.compile(optimizer=keras.optimizers.SGD(0.01), loss="categorical_crossentropy", metrics=["accuracy"])
+    model.fit(x, y, batch_size=205, epochs=4, verbose=0)
+""")
+
+
+def test_run_nan_from_step_two_names_the_learning_rate_first(tmp_path):
+    # before: `nonfinite` alone; the loss never climbed (472, then NaN), so the loss-jump test
+    # could not see the step size, and one update ratio is too few for persistence
+    alarms = _alarms(SUMMED_LOSS, tmp_path)
+    assert [f.id for f in alarms] == ["learning_rate", "nonfinite"], [(f.id, f.message) for f in alarms]
+    lr, nan = alarms
+    assert lr.severity == "error" and lr.evidence["code"] == "fatal_update"
+    assert lr.evidence["update_ratio"] >= TH.update_ratio_fatal and lr.where.startswith("dense")
+    assert "SGD's learning rate is 0.01" in lr.message
+    assert nan.cause == lr.key and "most likely because SGD's learning rate is 0.01" in nan.message
+
+
+def test_the_same_rate_on_a_mean_loss_stays_quiet(tmp_path):
+    assert _alarms(MEAN_LOSS, tmp_path) == []
+
+
+def _dies(ratios: list[float], loss: list[float]) -> Signals:
+    steps = np.arange(1, len(loss) + 1)
+    return Signals.from_arrays({"batch/loss": (steps, loss), "grad_norm/global": (steps, loss),
+                                "update_ratio/dense": (steps[: len(ratios)], ratios)},
+                               epoch_end_steps=[20], model={"optimizer": {"class": "SGD", "learning_rate": 0.01}})
+
+
+def test_fatal_update_needs_a_large_update_right_before_an_early_death():
+    nan = [np.nan] * 10
+    (f,) = learning_rate(_dies([4.8], [472.0] + nan), TH)
+    assert f.evidence["code"] == "fatal_update" and f.onset_step == 1
+    # a NaN out of a normal-sized update (a bad record, a log(0)) is not a step size
+    assert learning_rate(_dies([1e-3, 1e-3], [2.3, 2.3] + nan), TH) == []
+    # a NaN from the first step (no finite update before it) says nothing of the step size
+    assert learning_rate(_dies([np.nan], [np.nan] * 11), TH) == []
+    # a death after the first epoch is not the step size's alone (the loss-jump window)
+    late = [2.3] * 30 + nan
+    assert learning_rate(_dies([1e-3] * 29 + [4.8], late), TH) == []

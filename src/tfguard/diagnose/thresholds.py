@@ -195,6 +195,13 @@ class Thresholds:
             in any layer, means steps far too large. TheDeepChecker's upper
             bound (1e-1); tfguard requires it over `persistence` observations.
             Defaults to `0.1`.
+        update_ratio_fatal: an update this many times a layer's weights, right
+            before a run turns non-finite in its first epoch, is a step far too
+            large, however few steps it lived (persistence needs more). An
+            update as large as the weights themselves: tfguard's reading of
+            TheDeepChecker's bound (healthy runs stay near 1e-3; a loss summed
+            over a batch of 205 under SGD(0.01) moved 4.8x, then NaN).
+            Defaults to `1.0`.
         update_ratio_min: a median ratio below this in every layer, while the
             loss does not decrease, means steps far too small. TheDeepChecker's
             lower bound is 1e-4; tfguard: measured (healthy Adam and SGD runs
@@ -272,6 +279,7 @@ class Thresholds:
     pipeline_min_batch_size: int = 8
     lr_jump: float = 10.0
     update_ratio_max: float = 0.1
+    update_ratio_fatal: float = 1.0
     update_ratio_min: float = 1e-6
     lr_default_factor: float = 30.0
     input_wait_max: float = 0.5

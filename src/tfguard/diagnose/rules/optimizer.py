@@ -9,7 +9,11 @@ the evidence is direct:
   `sqrt(lr_jump)` times its first value: a NaN out of nowhere is bad data or
   a log(0), not a step size); or the per-step
   update of some layer is larger than `update_ratio_max` of its weights
-  (TheDeepChecker's bound, 1e-1) for `persistence` observations in a row;
+  (TheDeepChecker's bound, 1e-1) for `persistence` observations in a row; or
+  the run died within its first epoch right after an update at least
+  `update_ratio_fatal` times a layer's weights (a run NaN from step 2 leaves
+  one observation, too few for persistence: a loss summed over a batch of 205
+  under SGD(0.01) moved its weights by 4.8x their norm in one step);
 - *too low*: in every layer the median update is below `update_ratio_min`
   of the weights while the training loss does not decrease.
 
@@ -36,7 +40,7 @@ import contextlib
 import numpy as np
 
 from tfguard import tags
-from tfguard.diagnose.inputs.signals import MissingSignals, Series, Signals
+from tfguard.diagnose.inputs.signals import MissingSignals, Series, Signals, death_point
 from tfguard.diagnose.rules.base import first_persistent
 from tfguard.diagnose.thresholds import Thresholds
 from tfguard.findings import Finding, fmt
@@ -176,6 +180,24 @@ def learning_rate(signals: Signals, thresholds: Thresholds) -> list[Finding]:
             where=layer, onset_step=step, onset_epoch=epoch, evidence=evidence,
             suggestion="Lower the learning rate until updates are about 1e-3 of the weights.",
         )]
+    fatal = _fatal_update(signals, ratios, thresholds)
+    if fatal is not None:
+        layer, s, index, death_step = fatal
+        ratio = float(s.values[index])
+        step, epoch = s.at(index)
+        evidence.update(direction="high", update_ratio=ratio, layer=layer, nonfinite_step=death_step,
+                        code="fatal_update")
+        return [Finding(
+            "learning_rate", "error",
+            f"the update of step {step} changed layer '{layer}' by {fmt(100 * ratio)}% of its "
+            f"weights (update/weight ratio {fmt(ratio)}) and the run turned non-finite at step "
+            f"{death_step}: {owner}, far too high for this model and data.",
+            where=layer, onset_step=step, onset_epoch=epoch if epoch is not None else 0,
+            evidence=evidence,
+            suggestion=("Lower the learning rate (try 10x smaller), or add gradient clipping "
+                        "(`clipnorm=1.0`); a loss summed over the batch instead of averaged makes "
+                        "every step batch-size times larger."),
+        )]
     default = KERAS_DEFAULT_RATES.get(name or "")
     step = effective_rate(signals, rate, name)
     if step is not None and default and step > thresholds.lr_default_factor * default:
@@ -197,6 +219,34 @@ def learning_rate(signals: Signals, thresholds: Thresholds) -> list[Finding]:
             suggestion=f"Try {name}'s default learning rate ({fmt(default)}), then tune from there.",
         )]
     return _too_low(signals, thresholds, ratios, owner, evidence)
+
+
+def _fatal_update(signals: Signals, ratios: dict[str, Series], thresholds: Thresholds):
+    """`(layer, series, index, death_step)` of an update of `update_ratio_fatal` times a layer's
+    weights that came right before the run died in its first epoch, or `None`.
+
+    Right before: it is the layer's last finite observation up to the death, and fewer than
+    `persistence` observations precede it (a longer run of large updates is the persistent
+    test's). A NaN out of a normal-sized update (bad data, a log(0)) is not a step size.
+    """
+    death = death_point(signals)
+    first_epoch_end = signals.step_of_epoch(0)
+    if death is None or death[0] is None or (first_epoch_end is not None and death[0] > first_epoch_end):
+        return None
+    hits = []
+    for layer, s in ratios.items():
+        if not s.has_steps:
+            continue
+        before = np.flatnonzero((s.steps <= death[0]) & np.isfinite(s.values) & (s.values >= 0))
+        if not len(before) or len(before) > thresholds.persistence:
+            continue
+        index = int(before[-1])
+        if s.values[index] >= thresholds.update_ratio_fatal:
+            hits.append((float(s.values[index]), layer, s, index))
+    if not hits:
+        return None
+    _, layer, s, index = max(hits, key=lambda h: h[0])
+    return layer, s, index, death[0]
 
 
 def effective_rate(signals: Signals, rate: float | None, name: str | None) -> float | None:
