@@ -128,3 +128,33 @@ def test_fatal_update_needs_a_large_update_right_before_an_early_death():
     # a death after the first epoch is not the step size's alone (the loss-jump window)
     late = [2.3] * 30 + nan
     assert learning_rate(_dies([1e-3] * 29 + [4.8], late), TH) == []
+
+
+# -- a validation set of one example says nothing about generalization ---------------------------
+def _memorizer(validation: int) -> U.UserProgram:
+    return U.UserProgram(f"memorizer_val{validation}", None, f"""
+        rng = np.random.default_rng(1)
+        x = rng.normal(size=(300 + {validation}, 20)).astype("float32")
+        y = rng.integers(0, 2, size=300 + {validation})  # labels unrelated to x: only memorized
+        model = keras.Sequential([keras.Input((20,)), keras.layers.Dense(128, activation="relu"),
+                                  keras.layers.Dense(1, activation="sigmoid")])
+        model.compile(optimizer=keras.optimizers.Adam(0.01), loss="binary_crossentropy",
+                      metrics=["accuracy"])
+        model.fit(x[:300], y[:300], epochs=12, batch_size=32, verbose=0,
+                  validation_data=(x[300:], y[300:]))
+    """)
+
+
+def test_a_validation_set_of_one_example_is_not_judged_for_overfitting(tmp_path):
+    # before: 'overfitting' (a warning) from the loss of one example (d4ml-086's published fix)
+    result = U.run(_memorizer(1), tmp_path)
+    assert result.exit_code == 0, result.traceback
+    (diagnosis,) = result.diagnoses
+    assert "overfitting" not in diagnosis.ids
+    reasons = [r["reason"] for r in diagnosis.rules_skipped if r["id"] == "overfitting"]
+    assert reasons and "a validation set of 1 example(s) is too small" in reasons[0], diagnosis.rules_skipped
+
+
+def test_a_validation_set_large_enough_still_shows_overfitting(tmp_path):
+    alarms = _alarms(_memorizer(200), tmp_path)
+    assert "overfitting" in [f.id for f in alarms], [(f.id, f.message) for f in alarms]

@@ -169,6 +169,14 @@ class Thresholds:
         overfit_epochs: consecutive epochs it must stay above, while the
             training loss stays below its value at the best epoch.
             tfguard: measured. Defaults to `3`.
+        overfit_min_val_examples: a validation set of fewer examples (when
+            the fit's validation data is in memory and so counted) is too
+            small to judge overfitting: the rule records that it could not
+            decide. tfguard: a judgment, not measured: below 30 examples one
+            example that turns confidently wrong (a cross-entropy of about 3)
+            moves a mean loss near 1 by the `overfit_rise` the rule looks for
+            (issue 41: a validation set of one example read as overfitting).
+            Defaults to `30`.
         input_std_max: a median per-batch input standard deviation above
             this is unnormalized. TheDeepChecker (inputs must be
             normalized); tfguard: measured (raw pixels: 80-110, sklearn's
@@ -272,6 +280,7 @@ class Thresholds:
     slow_bend: float = 3.0
     overfit_rise: float = 0.1
     overfit_epochs: int = 3
+    overfit_min_val_examples: int = 30
     input_std_max: float = 10.0
     input_mean_max: float = 10.0
     pipeline_single_class: float = 0.8
