@@ -158,3 +158,35 @@ def test_a_validation_set_of_one_example_is_not_judged_for_overfitting(tmp_path)
 def test_a_validation_set_large_enough_still_shows_overfitting(tmp_path):
     alarms = _alarms(_memorizer(200), tmp_path)
     assert "overfitting" in [f.id for f in alarms], [(f.id, f.message) for f in alarms]
+
+
+# -- batch size 1: the first loss is one example's, not a reference for a jump -------------------
+def _blobs_at_batch_size_one(optimizer: str) -> U.UserProgram:
+    return U.UserProgram("blobs_batch1", None, f"""
+        from sklearn.datasets import make_blobs
+        x, y = make_blobs(n_samples=700, centers=3, n_features=2, cluster_std=2, random_state=2)
+        x = x.astype("float32")  # features of about +-15, as in AUTOTRAINER's blob case
+        keras.utils.set_random_seed(5)  # its first example's loss is 0.001, the next ones' about 3
+        he = keras.initializers.VarianceScaling(2.0, "fan_in", "uniform")
+        model = keras.Sequential([keras.Input((2,)),
+                                  keras.layers.Dense(50, activation="relu", kernel_initializer=he),
+                                  keras.layers.Dense(3, activation="softmax")])
+        model.compile(optimizer={optimizer}, loss="sparse_categorical_crossentropy",
+                      metrics=["accuracy"])
+        model.fit(x, y, epochs=2, batch_size=1, verbose=0)
+    """)
+
+
+def test_adam_at_batch_size_one_is_not_told_its_rate_is_far_too_high(tmp_path):
+    # before: 'learning_rate' error, "the training loss rose to 10x its first value": the first
+    # value was one example's loss (AUTOTRAINER's oscillating-loss case, fixed with Adam)
+    alarms = _alarms(_blobs_at_batch_size_one('"adam"'), tmp_path)
+    assert "learning_rate" not in [f.id for f in alarms], [(f.id, f.message) for f in alarms]
+
+
+def test_a_rate_that_diverges_at_batch_size_one_is_still_far_too_high(tmp_path):
+    alarms = _alarms(_blobs_at_batch_size_one("keras.optimizers.SGD(1.0)"), tmp_path)
+    assert [f.id for f in alarms][:1] == ["learning_rate"], [(f.id, f.message) for f in alarms]
+    lr = alarms[0]  # the message states the figure the rule compared
+    if "reference_loss" in lr.evidence and lr.evidence["code"] == "loss_jump":
+        assert "the median of its first 5 values" in lr.message

@@ -199,6 +199,13 @@ class Thresholds:
             diverges: the learning rate is far too high. tfguard: measured
             (healthy runs stay below 2x; SGD with a 10x too large rate jumps
             by orders of magnitude within tens of steps). Defaults to `10.0`.
+        lr_jump_min_batch: at a batch size below this (the fit's
+            `batch_size`, when known), the loss-jump test compares with the
+            median of the first `baseline_points` losses, not the first: the
+            loss of one example or a few is one draw from their spread.
+            tfguard: measured (issue 41: Adam's default rate at batch size 1
+            read as far too high, the first example's loss 0.41, the running
+            mean 4.1 at step 9 while the run trained well). Defaults to `8`.
         update_ratio_max: a median per-step ||update|| / ||weights|| above this,
             in any layer, means steps far too large. TheDeepChecker's upper
             bound (1e-1); tfguard requires it over `persistence` observations.
@@ -287,6 +294,7 @@ class Thresholds:
     pipeline_min_batches: int = 6
     pipeline_min_batch_size: int = 8
     lr_jump: float = 10.0
+    lr_jump_min_batch: int = 8
     update_ratio_max: float = 0.1
     update_ratio_fatal: float = 1.0
     update_ratio_min: float = 1e-6

@@ -5,9 +5,11 @@ ReLUs, no learning. The cause is often one number. tfguard names it when
 the evidence is direct:
 
 - *too high*: the training loss rises to `lr_jump` times its first value
-  within the first epoch, or turns non-finite there after climbing (to
-  `sqrt(lr_jump)` times its first value: a NaN out of nowhere is bad data or
-  a log(0), not a step size); or the per-step
+  within the first epoch (at a batch size below `lr_jump_min_batch`, the
+  median of its first `baseline_points` values: the loss of one example is
+  one draw of a wide spread, not the model's), or turns non-finite there
+  after climbing (to `sqrt(lr_jump)` times its first value: a NaN out of
+  nowhere is bad data or a log(0), not a step size); or the per-step
   update of some layer is larger than `update_ratio_max` of its weights
   (TheDeepChecker's bound, 1e-1) for `persistence` observations in a row; or
   the run died within its first epoch right after an update at least
@@ -82,7 +84,9 @@ def _loss_series(signals: Signals) -> tuple[str, Series] | None:
 
 
 def _divergence(signals: Signals, thresholds: Thresholds):
-    """`(index, series, first, peak)` where the loss jumped within the first epoch, or `None`."""
+    """`(index, series, first, peak, reference)` where the loss jumped within the first epoch, or
+    `None`; `reference` is what the jump was measured from (the first loss, or at a tiny batch
+    size the median of the first ones)."""
     found = _loss_series(signals)
     if found is None:
         return None
@@ -108,8 +112,15 @@ def _divergence(signals: Signals, thresholds: Thresholds):
         if len(window) < 2 or not finite[0]:
             return None
     first = float(abs(values[0])) or 1e-12
+    reference = first
+    batch = signals.hparams.get("batch_size")
+    if isinstance(batch, (int, float)) and 0 < batch < thresholds.lr_jump_min_batch:
+        # a batch of one or a few examples: its loss is one draw from the examples' spread (at
+        # batch size 1 a first loss of 0.41 then 3.6 for the next example, under Adam's default)
+        early = np.abs(values[finite][: thresholds.baseline_points])
+        reference = max(float(np.median(early)), first)
     with np.errstate(all="ignore"):
-        jumped = ~finite | (np.abs(values) > thresholds.lr_jump * first)
+        jumped = ~finite | (np.abs(values) > thresholds.lr_jump * reference)
     jumped[0] = False
     hits = np.flatnonzero(jumped)
     if not len(hits):
@@ -121,7 +132,7 @@ def _divergence(signals: Signals, thresholds: Thresholds):
         if not len(before) or before.max() < np.sqrt(thresholds.lr_jump) * first:
             return None
     peak = float(np.nanmax(np.abs(np.where(finite, values, np.nan)))) if finite.any() else first
-    return int(window[hits[0]]), s, first, peak
+    return int(window[hits[0]]), s, first, peak, reference
 
 
 def _update_ratios(signals: Signals) -> dict[str, Series]:
@@ -146,15 +157,19 @@ def learning_rate(signals: Signals, thresholds: Thresholds) -> list[Finding]:
         evidence["optimizer"] = name
     diverged = _divergence(signals, thresholds)
     if diverged is not None:
-        index, s, first, peak = diverged
+        index, s, first, peak, reference = diverged
         step, epoch = s.at(index)
         value = float(s.values[index])
+        since = ("its first value" if reference == first else
+                 f"the median of its first {thresholds.baseline_points} values")
         what = ("became non-finite" if not np.isfinite(value)
-                else f"rose to {fmt(value)}, {fmt(abs(value) / first)}x its first value")
+                else f"rose to {fmt(value)}, {fmt(abs(value) / reference)}x {since}")
         evidence.update(direction="high", first_loss=first, peak_loss=peak, code="loss_jump")
+        if reference != first:
+            evidence["reference_loss"] = reference
         return [Finding(
             "learning_rate", "error",
-            f"the training loss {what} within the first epoch (from {fmt(first)}): {owner}, "
+            f"the training loss {what} within the first epoch (from {fmt(reference)}): {owner}, "
             "far too high for this model and data.",
             onset_step=step, onset_epoch=epoch if epoch is not None else 0, evidence=evidence,
             suggestion=("Lower the learning rate (try 10x smaller), or add gradient clipping "
