@@ -172,10 +172,11 @@ class Thresholds:
         overfit_min_val_examples: a validation set of fewer examples (when
             the fit's validation data is in memory and so counted) is too
             small to judge overfitting: the rule records that it could not
-            decide. tfguard: a judgment, not measured: below 30 examples one
-            example that turns confidently wrong (a cross-entropy of about 3)
-            moves a mean loss near 1 by the `overfit_rise` the rule looks for
-            (issue 41: a validation set of one example read as overfitting).
+            decide. tfguard: measured (issue 41: d4ml-086's published fix
+            validates on one example, whose loss rose 158 %, read as
+            overfitting); the bar of 30 is a judgment: below it one example
+            that turns confidently wrong (a cross-entropy of about 3) moves a
+            mean loss near 1 by the `overfit_rise` the rule looks for.
             Defaults to `30`.
         input_std_max: a median per-batch input standard deviation above
             this is unnormalized. TheDeepChecker (inputs must be
