@@ -12,6 +12,7 @@ import numpy as np
 from tfguard.diagnose import Signals, Thresholds
 from tfguard.diagnose.rules.gradients import vanishing_gradient
 from tfguard.diagnose.rules.optimizer import learning_rate
+from tfguard.lint.validation_split import lint_validation_split
 
 from . import user_programs as U
 
@@ -190,3 +191,46 @@ def test_a_rate_that_diverges_at_batch_size_one_is_still_far_too_high(tmp_path):
     lr = alarms[0]  # the message states the figure the rule compared
     if "reference_loss" in lr.evidence and lr.evidence["code"] == "loss_jump":
         assert "the median of its first 5 values" in lr.message
+
+
+# -- validation_split on class-sorted data: validation classes training never sees ---------------
+def _sorted_digits(shuffle: bool) -> U.UserProgram:
+    return U.UserProgram(f"sorted_digits_shuffle_{shuffle}", "pipeline_order" if not shuffle else None, f"""
+        keep = digits_y < 5
+        order = np.argsort(digits_y[keep], kind="stable")  # stored sorted by class
+        x, y = digits_x[keep][order] / 16.0, keras.utils.to_categorical(digits_y[keep][order], 5)
+        if {shuffle}:
+            p = np.random.default_rng(0).permutation(len(x))
+            x, y = x[p], y[p]
+        model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(32, activation="relu"),
+                                  keras.layers.Dense(5, activation="softmax")])
+        model.compile(optimizer="adam", loss="categorical_crossentropy", metrics=["accuracy"])
+        model.fit(x, y, batch_size=32, epochs=6, validation_split=0.2, verbose=0)
+    """, also=("overfitting",))
+
+
+def test_validation_split_of_class_sorted_data_is_named_first(tmp_path):
+    # before: 'overfitting' alone (d4ml-091): the validation loss rose because the validation part
+    # held class 4, which training never saw
+    alarms = _alarms(_sorted_digits(shuffle=False), tmp_path)
+    assert [f.id for f in alarms][:1] == ["pipeline_order"], [(f.id, f.message) for f in alarms]
+    first = alarms[0]
+    assert first.severity == "error" and "class(es) 4, of which the 721 training examples hold only 1" in first.message
+    assert first.evidence["validation_examples"] == 180
+    assert all(f.id in ("pipeline_order", "overfitting", "no_learning") for f in alarms)
+
+
+def test_validation_split_of_shuffled_data_stays_quiet(tmp_path):
+    assert _alarms(_sorted_digits(shuffle=True), tmp_path) == []
+
+
+def test_validation_split_check_reads_only_class_ids():
+    sorted_ids = np.repeat(np.arange(5), 40)
+    assert lint_validation_split(sorted_ids.astype("float32"), 0.2)[0].evidence["held_out_classes"] == [4]
+    assert lint_validation_split(np.eye(5)[sorted_ids], 0.2)[0].evidence["held_out_classes"] == [4]
+    assert lint_validation_split(np.linspace(0, 1, 200), 0.2) == []  # sorted regression targets
+    assert lint_validation_split(np.eye(5)[sorted_ids] * 0.9, 0.2) == []  # soft labels
+    # a rare class whose 3 examples a shuffle put in the validation part: chance, not sorted data
+    rare = np.r_[np.zeros(197, int), [1, 1, 1]]
+    assert lint_validation_split(rare, 0.2) == []
+    assert lint_validation_split(sorted_ids, 0.0) == [] and lint_validation_split(sorted_ids, None) == []

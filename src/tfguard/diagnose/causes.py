@@ -85,6 +85,9 @@ _INVARIANT_CLAUSES = {
     "collapsed_output": "the output is the same for every input",
 }
 _LOW_RATE_EXPLAINS = {"no_learning", "slow_convergence", "vanishing_gradient"}
+#: `pipeline_order` from `validation_split` over class-sorted labels (tfguard.lint.validation_split)
+HELD_OUT_CLASSES = "validation_classes_held_out"
+_HELD_OUT_EXPLAINS = {"overfitting", "no_learning", "slow_convergence", "oscillating_loss"}
 
 #: What a training symptom can produce in turn: listed after it when it started no later.
 SYMPTOM_EXPLAINS = {
@@ -130,6 +133,8 @@ def because(cause: Finding) -> str:
         where = f" of '{cause.where}'" if cause.where else ""
         return f"the initializer{where} ({e.get('initializer', 'its kernel initializer')}) is far too wide"
     if cause.id == "pipeline_order":
+        if e.get("code") == HELD_OUT_CLASSES:
+            return "the validation split holds classes training (almost) never sees"
         return "batches arrive unshuffled"
     if cause.id == "exploding_gradient":
         return "the gradients exploded" + (f" in layer '{cause.where}'" if cause.where else "")
@@ -163,6 +168,8 @@ def _explains(cause: Finding, symptom: Finding) -> bool:
         return True  # an output that cannot learn (a softmax over 1 unit) gets no updates to make
     if cause.id == "learning_rate" and cause.evidence.get("direction") == "low":
         return symptom.id in _LOW_RATE_EXPLAINS
+    if cause.id == "pipeline_order" and cause.evidence.get("code") == HELD_OUT_CLASSES:
+        return symptom.id in _HELD_OUT_EXPLAINS  # a validation loss on classes never trained on
     return symptom.id in EXPLAINS.get(cause.id, set())
 
 
