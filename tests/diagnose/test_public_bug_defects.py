@@ -234,3 +234,25 @@ def test_validation_split_check_reads_only_class_ids():
     rare = np.r_[np.zeros(197, int), [1, 1, 1]]
     assert lint_validation_split(rare, 0.2) == []
     assert lint_validation_split(sorted_ids, 0.0) == [] and lint_validation_split(sorted_ids, None) == []
+
+
+# -- raw inputs and a rate 50x its default: the rate is named first -----------------------------
+def _raw_pixels(rate: float) -> U.UserProgram:
+    return U.UserProgram(f"raw_pixels_sgd_{rate}", "learning_rate" if rate >= 0.3 else "unnormalized_input", f"""
+        model = keras.Sequential([keras.Input((64,)), keras.layers.Dense(64, activation="relu"),
+                                  keras.layers.Dense(10, activation="softmax")])
+        model.compile(optimizer=keras.optimizers.SGD({rate}), loss="sparse_categorical_crossentropy")
+        model.fit(digits_x * 16, digits_y, epochs=4, batch_size=32, verbose=0)
+    """)
+
+
+def test_a_rate_far_above_its_default_comes_before_raw_inputs(tmp_path):
+    # before: unnormalized_input (a warning) first, learning_rate (an error, SGD 0.5 = 50x its
+    # default) second (tfpb-so-ips13, -15: the published fixes lower the rate, the inputs stay raw)
+    ids = [f.id for f in _alarms(_raw_pixels(0.5), tmp_path)]
+    assert ids[:2] == ["learning_rate", "unnormalized_input"], ids
+
+
+def test_an_ordinary_rate_on_raw_inputs_leaves_the_inputs_first(tmp_path):
+    ids = [f.id for f in _alarms(_raw_pixels(0.05), tmp_path)]  # SGD 0.05: 5x its default
+    assert ids[:1] == ["unnormalized_input"], ids

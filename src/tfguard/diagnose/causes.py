@@ -173,6 +173,18 @@ def _explains(cause: Finding, symptom: Finding) -> bool:
     return symptom.id in EXPLAINS.get(cause.id, set())
 
 
+def _place(finding: Finding) -> float:
+    """The finding's place among the causes: its kind's index in `CAUSES`, except that a learning
+    rate far outside its optimizer's usual range (`far_above_default`) that training showed to be
+    too high comes before the inputs' scale. Both multiply the step a weight takes; a rate 50x
+    its default is the one to change first (SGD(0.5) on features of 0-210 diverges, SGD(0.01) on
+    the same features trains), while an ordinary rate on raw inputs leaves the inputs first."""
+    if (finding.id == "learning_rate" and finding.severity != "info"
+            and finding.evidence.get("far_above_default") and finding.evidence.get("direction") == "high"):
+        return CAUSES.index("unnormalized_input") - 0.5
+    return CAUSES.index(kind(finding))
+
+
 def _produces(a: Finding, b: Finding) -> bool:
     """Symptom `a` can produce symptom `b`, and started no later."""
     if b.id not in SYMPTOM_EXPLAINS.get(a.id, set()) or a.severity == "info":
@@ -211,7 +223,7 @@ def by_cause(findings: list[Finding]) -> list[Finding]:
                     message=f"{cause.message.rstrip('.')}; training shows what it produces "
                             f"({', '.join(dict.fromkeys(s.id for s in shown))}).")
         causes.append(cause)
-    causes.sort(key=lambda f: (CAUSES.index(kind(f)), rank(f)))
+    causes.sort(key=lambda f: (_place(f), rank(f)))
     # a cause another cause produces (labels out of the range of a loss that does not fit the
     # task) is that cause's consequence: listed after it, linked to it
     # (when two could produce each other, the more fundamental one, first in CAUSES, stays)

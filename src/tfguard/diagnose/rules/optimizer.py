@@ -20,7 +20,10 @@ the evidence is direct:
   of the weights while the training loss does not decrease.
 
 The message names the optimizer and its learning rate, read from the model
-description or the logged `optimizer/learning_rate`.
+description or the logged `optimizer/learning_rate`; `evidence["far_above_default"]`
+says the rate (as a step size) is `lr_default_factor` times its optimizer's
+Keras default or more, which `tfguard.diagnose.causes` weighs against the
+inputs' scale.
 
 Example:
 
@@ -155,6 +158,9 @@ def learning_rate(signals: Signals, thresholds: Thresholds) -> list[Finding]:
     evidence: dict = {"learning_rate": rate if rate is not None else float("nan")}
     if name:
         evidence["optimizer"] = name
+    default, step_size = KERAS_DEFAULT_RATES.get(name or ""), effective_rate(signals, rate, name)
+    if default and step_size is not None and step_size > thresholds.lr_default_factor * default:
+        evidence["far_above_default"] = 1  # the rate itself is far outside its usual range
     diverged = _divergence(signals, thresholds)
     if diverged is not None:
         index, s, first, peak, reference = diverged
