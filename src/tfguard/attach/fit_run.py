@@ -52,6 +52,7 @@ from tfguard.firewall import instrument, instrumentation_of
 from tfguard.firewall.instrument import EpochTracker
 from tfguard.lint.dataset import lint_dataset
 from tfguard.lint.failure import failure_record
+from tfguard.lint.validation_split import lint_validation_split
 from tfguard.summary import Logger
 
 EVENT_LINES = 3  # guard events announced through `progress` per run
@@ -102,6 +103,7 @@ class FitRun:
         if callbacks is not None:
             bound.arguments["callbacks"] = [watch.first, *callbacks, watch.last]
         self._lint_pipeline(bound.arguments.get("x"))
+        self._lint_validation_split(bound.arguments)
         self._enter_phase()
         listener = self._event_listener()
         inst.add_event_listener(listener)
@@ -236,6 +238,24 @@ class FitRun:
             self.live.recorder.lint.extend(f for f in findings if f.key not in known)
         if self.logger is not None:
             self.logger.pipeline_lint = findings
+
+    def _lint_validation_split(self, arguments) -> None:
+        """Classes `validation_split` holds out of in-memory labels that training never holds."""
+        if arguments.get("validation_data") is not None or not arguments.get("validation_split"):
+            return
+        try:
+            findings = lint_validation_split(arguments.get("y"), arguments.get("validation_split"))
+        except Exception as error:  # labels the check cannot read still train
+            self.record.notes.append(f"the validation split could not be checked: {type(error).__name__}")
+            return
+        def new(known: list) -> list:  # a model fitted again keeps its live diagnosis and logger
+            keys = {(f.get("id"), f.get("where")) if isinstance(f, dict) else f.key for f in known}
+            return [f for f in findings if f.key not in keys]
+
+        if self.live is not None:
+            self.live.recorder.lint.extend(new(self.live.recorder.lint))
+        if self.logger is not None:
+            self.logger.pipeline_lint = [*self.logger.pipeline_lint, *new(self.logger.pipeline_lint)]
 
     def _diagnose(self) -> Diagnosis | None:
         live, record = self.live, self.record

@@ -5,7 +5,8 @@ helpers: `run_name` names the call's run (the model's name and the fit's
 1-based index in the session, made safe for a folder name), `user_callbacks`
 reads the `callbacks` argument however it was passed, and `fit_hparams`
 collects the hyperparameters a person compares runs by (optimizer, learning
-rate, loss, batch size, epochs) without changing anything.
+rate, loss, batch size, epochs, and how many examples it validates on) without
+changing anything.
 
 Example:
 
@@ -145,7 +146,49 @@ def fit_hparams(model: keras.Model, arguments: Mapping) -> dict:
         value = arguments.get(name)
         if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
             hparams[name] = int(value)
+    examples = validation_examples(arguments)
+    if examples is not None:
+        hparams["validation_examples"] = examples
     return hparams
 
 
-__all__ = ["fit_hparams", "run_name", "user_callbacks"]
+def _rows(data) -> int | None:
+    """The number of examples of in-memory data (an array, a list or dict of arrays), else `None`."""
+    if isinstance(data, Mapping):
+        data = next(iter(data.values()), None)
+    elif isinstance(data, (list, tuple)) and data and hasattr(data[0], "shape"):
+        data = data[0]  # several inputs: each holds every example
+    shape = getattr(data, "shape", None)
+    if shape is None or not len(shape):
+        return len(data) if isinstance(data, (list, tuple)) else None
+    try:
+        return int(shape[0])
+    except (TypeError, ValueError):  # an unknown leading dimension
+        return None
+
+
+def validation_examples(arguments: Mapping) -> int | None:
+    """How many examples a fit call validates on, when its data is in memory; else `None`.
+
+    `validation_data=(x, y[, weights])` counts `x`'s rows; `validation_split` counts what Keras
+    holds out of `x` (`n - ceil(n * (1 - split))`); a dataset or generator is not counted.
+
+    Example:
+
+    >>> validation_examples({"x": np.zeros((10, 2)), "validation_split": 0.25})
+    2
+    >>> validation_examples({"validation_data": (np.zeros((1, 4)), np.ones(1))})
+    1
+    """
+    data = arguments.get("validation_data")
+    if isinstance(data, (tuple, list)) and data:
+        return _rows(data[0])
+    split = arguments.get("validation_split")
+    if data is None and isinstance(split, (float, int)) and not isinstance(split, bool) and 0 < split < 1:
+        total = _rows(arguments.get("x"))
+        if total is not None:
+            return total - int(np.ceil(total * (1.0 - split)))
+    return None
+
+
+__all__ = ["fit_hparams", "run_name", "user_callbacks", "validation_examples"]

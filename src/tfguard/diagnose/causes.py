@@ -85,6 +85,9 @@ _INVARIANT_CLAUSES = {
     "collapsed_output": "the output is the same for every input",
 }
 _LOW_RATE_EXPLAINS = {"no_learning", "slow_convergence", "vanishing_gradient"}
+#: `pipeline_order` from `validation_split` over class-sorted labels (tfguard.lint.validation_split)
+HELD_OUT_CLASSES = "validation_classes_held_out"
+_HELD_OUT_EXPLAINS = {"overfitting", "no_learning", "slow_convergence", "oscillating_loss"}
 
 #: What a training symptom can produce in turn: listed after it when it started no later.
 SYMPTOM_EXPLAINS = {
@@ -130,6 +133,8 @@ def because(cause: Finding) -> str:
         where = f" of '{cause.where}'" if cause.where else ""
         return f"the initializer{where} ({e.get('initializer', 'its kernel initializer')}) is far too wide"
     if cause.id == "pipeline_order":
+        if e.get("code") == HELD_OUT_CLASSES:
+            return "the validation split holds classes training (almost) never sees"
         return "batches arrive unshuffled"
     if cause.id == "exploding_gradient":
         return "the gradients exploded" + (f" in layer '{cause.where}'" if cause.where else "")
@@ -163,7 +168,21 @@ def _explains(cause: Finding, symptom: Finding) -> bool:
         return True  # an output that cannot learn (a softmax over 1 unit) gets no updates to make
     if cause.id == "learning_rate" and cause.evidence.get("direction") == "low":
         return symptom.id in _LOW_RATE_EXPLAINS
+    if cause.id == "pipeline_order" and cause.evidence.get("code") == HELD_OUT_CLASSES:
+        return symptom.id in _HELD_OUT_EXPLAINS  # a validation loss on classes never trained on
     return symptom.id in EXPLAINS.get(cause.id, set())
+
+
+def _place(finding: Finding) -> float:
+    """The finding's place among the causes: its kind's index in `CAUSES`, except that a learning
+    rate far outside its optimizer's usual range (`far_above_default`) that training showed to be
+    too high comes before the inputs' scale. Both multiply the step a weight takes; a rate 50x
+    its default is the one to change first (SGD(0.5) on features of 0-210 diverges, SGD(0.01) on
+    the same features trains), while an ordinary rate on raw inputs leaves the inputs first."""
+    if (finding.id == "learning_rate" and finding.severity != "info"
+            and finding.evidence.get("far_above_default") and finding.evidence.get("direction") == "high"):
+        return CAUSES.index("unnormalized_input") - 0.5
+    return CAUSES.index(kind(finding))
 
 
 def _produces(a: Finding, b: Finding) -> bool:
@@ -204,7 +223,7 @@ def by_cause(findings: list[Finding]) -> list[Finding]:
                     message=f"{cause.message.rstrip('.')}; training shows what it produces "
                             f"({', '.join(dict.fromkeys(s.id for s in shown))}).")
         causes.append(cause)
-    causes.sort(key=lambda f: (CAUSES.index(kind(f)), rank(f)))
+    causes.sort(key=lambda f: (_place(f), rank(f)))
     # a cause another cause produces (labels out of the range of a loss that does not fit the
     # task) is that cause's consequence: listed after it, linked to it
     # (when two could produce each other, the more fundamental one, first in CAUSES, stays)

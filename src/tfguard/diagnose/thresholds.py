@@ -92,7 +92,10 @@ class Thresholds:
         vanish_ratio: first-layer / last-layer gradient-norm ratio below
             which gradients vanish. AUTOTRAINER `beta_1`. Defaults to `1e-3`.
         vanish_first_norm: and the first layer's gradient norm must be below
-            this. AUTOTRAINER `beta_2`. Defaults to `1e-4`.
+            this, unless the run is at chance (`chance_margin`): a norm's size
+            depends on the layer's size and the loss's scale (a deep sigmoid
+            LeNet at accuracy 0.10 had its first convolution at 7e-4, 1/1800
+            of its last layer). AUTOTRAINER `beta_2`. Defaults to `1e-4`.
         dead_fraction: fraction of a ReLU layer's units that are <= 0 for a
             whole batch above which the layer is dying. DeepDiagnosis (dead
             node at 70 %), AUTOTRAINER `gamma`. Defaults to `0.7`.
@@ -169,6 +172,15 @@ class Thresholds:
         overfit_epochs: consecutive epochs it must stay above, while the
             training loss stays below its value at the best epoch.
             tfguard: measured. Defaults to `3`.
+        overfit_min_val_examples: a validation set of fewer examples (when
+            the fit's validation data is in memory and so counted) is too
+            small to judge overfitting: the rule records that it could not
+            decide. tfguard: measured (issue 41: d4ml-086's published fix
+            validates on one example, whose loss rose 158 %, read as
+            overfitting); the bar of 30 is a judgment: below it one example
+            that turns confidently wrong (a cross-entropy of about 3) moves a
+            mean loss near 1 by the `overfit_rise` the rule looks for.
+            Defaults to `30`.
         input_std_max: a median per-batch input standard deviation above
             this is unnormalized. TheDeepChecker (inputs must be
             normalized); tfguard: measured (raw pixels: 80-110, sklearn's
@@ -191,10 +203,24 @@ class Thresholds:
             diverges: the learning rate is far too high. tfguard: measured
             (healthy runs stay below 2x; SGD with a 10x too large rate jumps
             by orders of magnitude within tens of steps). Defaults to `10.0`.
+        lr_jump_min_batch: at a batch size below this (the fit's
+            `batch_size`, when known), the loss-jump test compares with the
+            median of the first `baseline_points` losses, not the first: the
+            loss of one example or a few is one draw from their spread.
+            tfguard: measured (issue 41: Adam's default rate at batch size 1
+            read as far too high, the first example's loss 0.41, the running
+            mean 4.1 at step 9 while the run trained well). Defaults to `8`.
         update_ratio_max: a median per-step ||update|| / ||weights|| above this,
             in any layer, means steps far too large. TheDeepChecker's upper
             bound (1e-1); tfguard requires it over `persistence` observations.
             Defaults to `0.1`.
+        update_ratio_fatal: an update this many times a layer's weights, right
+            before a run turns non-finite in its first epoch, is a step far too
+            large, however few steps it lived (persistence needs more). An
+            update as large as the weights themselves: tfguard's reading of
+            TheDeepChecker's bound (healthy runs stay near 1e-3; a loss summed
+            over a batch of 205 under SGD(0.01) moved 4.8x, then NaN).
+            Defaults to `1.0`.
         update_ratio_min: a median ratio below this in every layer, while the
             loss does not decrease, means steps far too small. TheDeepChecker's
             lower bound is 1e-4; tfguard: measured (healthy Adam and SGD runs
@@ -273,13 +299,16 @@ class Thresholds:
     slow_bend: float = 3.0
     overfit_rise: float = 0.1
     overfit_epochs: int = 3
+    overfit_min_val_examples: int = 30
     input_std_max: float = 10.0
     input_mean_max: float = 10.0
     pipeline_single_class: float = 0.8
     pipeline_min_batches: int = 6
     pipeline_min_batch_size: int = 8
     lr_jump: float = 10.0
+    lr_jump_min_batch: int = 8
     update_ratio_max: float = 0.1
+    update_ratio_fatal: float = 1.0
     update_ratio_min: float = 1e-6
     lr_default_factor: float = 30.0
     input_wait_max: float = 0.5

@@ -359,7 +359,7 @@ def test_pipeline_order_from_single_class_batches_and_lint():
              "evidence": {"code": "shuffle_after_batch", "position": 2}}]
     found = pipeline_order(Signals(lint=lint), TH)
     assert found[0].message.startswith("static check (shuffle_after_batch)")
-    assert found[0].evidence == {"position": 2}
+    assert found[0].evidence == {"position": 2, "code": "shuffle_after_batch"}  # its sub-code kept
 
 
 def test_pipeline_order_quiet_on_shuffled_and_imbalanced_batches():

@@ -250,6 +250,8 @@ def _lint_findings(signals: Signals) -> list[Finding]:
         evidence = {k: v for k, v in (item.get("evidence") or {}).items()
                     if isinstance(v, (int, float))}
         code = (item.get("evidence") or {}).get("code")
+        if isinstance(code, str):
+            evidence["code"] = code
         prefix = f"static check ({code})" if isinstance(code, str) else "static check"
         findings.append(Finding(
             "pipeline_order", severity, f"{prefix}: {item.get('message', '')}",

@@ -34,6 +34,7 @@ import numpy as np
 from tfguard import tags
 from tfguard.diagnose.inputs.signals import MissingSignals, Series, Signals, death_point, missing
 from tfguard.diagnose.rules.base import (
+    at_chance,
     baseline,
     first_persistent,
     onset,
@@ -193,7 +194,12 @@ def vanishing_gradient(signals: Signals, thresholds: Thresholds) -> list[Finding
     """Reports gradients of the first layers that vanish compared with the last.
 
     AUTOTRAINER: `first / last < vanish_ratio` and `first < vanish_first_norm`,
-    here for `persistence` consecutive observations.
+    here for `persistence` consecutive observations. The absolute bound keeps a
+    small first layer of a run that learns from being flagged; a gradient norm's
+    size depends on the layer's size and the loss's scale, so a run at chance
+    (`at_chance`: the run learnt nothing) needs the ratio alone (a deep sigmoid
+    LeNet at accuracy 0.10: the first convolution's norm 7e-4, 1/1800 of the
+    last layer's).
 
     Args:
         signals: the run, with `grad_norm/<layer>` of at least two layers.
@@ -220,7 +226,9 @@ def vanishing_gradient(signals: Signals, thresholds: Thresholds) -> list[Finding
     with np.errstate(all="ignore"):
         ratio = f / lv
     ok = np.isfinite(ratio) & (lv > 1e-12)
-    mask = ok & (ratio < thresholds.vanish_ratio) & (f < thresholds.vanish_first_norm)
+    chance = at_chance(signals, thresholds)
+    small = np.ones_like(ok) if chance is not None else f < thresholds.vanish_first_norm
+    mask = ok & (ratio < thresholds.vanish_ratio) & small
     start = first_persistent(mask, thresholds.persistence)
     if start is None:
         return []
@@ -229,9 +237,11 @@ def vanishing_gradient(signals: Signals, thresholds: Thresholds) -> list[Finding
         at["onset_epoch"] = signals.epoch_of(at["onset_step"])
     tail = slice(start, None)
     last_med = float(np.median(lv[tail][ok[tail]]))
-    vanished = [n for n in names[:-1]
-                if np.nanmedian(layers[n].values[-max(1, thresholds.persistence):])
-                < thresholds.vanish_ratio * last_med]
+    # the layers whose norm stayed below vanish_ratio of the last layer's from the onset on
+    # (the first layer, which the ratio test found, always among them)
+    vanished = [names[0]] + [n for n in names[1:-1]
+                             if np.nanmedian(layers[n].values[layers[n].steps >= common[start]])
+                             < thresholds.vanish_ratio * last_med]
     evidence = {
         "first_last_ratio": float(np.median(ratio[tail][ok[tail]])),
         "first_norm": float(np.median(f[tail][ok[tail]])),
@@ -244,6 +254,12 @@ def vanishing_gradient(signals: Signals, thresholds: Thresholds) -> list[Finding
         f"the last layer's '{names[-1]}' ({fmt(evidence['first_norm'])} vs {fmt(last_med)}); "
         f"{len(vanished)} of {len(names)} layers barely learn."
     )
+    if chance is not None and evidence["first_norm"] >= thresholds.vanish_first_norm:
+        evidence.update({f"chance_{k}": v for k, v in chance.items()})
+        message += (" The run is at chance" + (
+            f" (best accuracy {fmt(chance['best_accuracy'])} against {fmt(chance['chance_accuracy'])})"
+            if "best_accuracy" in chance else
+            f" (best loss {fmt(chance['best_loss'])} against {fmt(chance['chance_loss'])})") + ".")
     severity = "warning"
     dead = _dead_layer(signals, thresholds)
     if dead is not None:

@@ -18,7 +18,9 @@ asks for a curve that is still falling at an even pace (it has not bent)
 yet has removed less than `slow_max_progress` of the initial loss.
 `overfitting` asks for the validation loss to stay `overfit_rise` above its
 minimum for `overfit_epochs` epochs while the training loss stays below its
-value at that best epoch.
+value at that best epoch; it does not judge a validation set of fewer than
+`overfit_min_val_examples` examples (`validation_examples`, known when the fit's
+validation data is in memory).
 
 Example:
 
@@ -318,12 +320,19 @@ def overfitting(signals: Signals, thresholds: Thresholds) -> list[Finding]:
         At most one finding (warning), its onset the epoch after the best one.
 
     Raises:
-        MissingSignals: without validation loss or with too few epochs.
+        MissingSignals: without validation loss, with too few epochs, or with a
+            validation set too small to measure generalization.
     """
     train = finite_epoch_curve(signals, tags.train("loss"))
     val = finite_epoch_curve(signals, tags.val("loss"))
     if val is None:
         raise MissingSignals("no epoch-level val/loss (fit without validation data)")
+    examples = signals.hparams.get("validation_examples")
+    if isinstance(examples, (int, float)) and examples < thresholds.overfit_min_val_examples:
+        raise MissingSignals(
+            f"a validation set of {int(examples)} example(s) is too small to judge overfitting "
+            f"(needs {thresholds.overfit_min_val_examples}): its loss measures those examples, "
+            "not generalization")
     train = require_epochs(train, "train/loss", thresholds)
     val = require_epochs(val, "val/loss", thresholds)
     train_at = dict(zip(train.epochs.tolist(), train.values.tolist(), strict=True))

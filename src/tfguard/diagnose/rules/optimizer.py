@@ -5,16 +5,25 @@ ReLUs, no learning. The cause is often one number. tfguard names it when
 the evidence is direct:
 
 - *too high*: the training loss rises to `lr_jump` times its first value
-  within the first epoch, or turns non-finite there after climbing (to
-  `sqrt(lr_jump)` times its first value: a NaN out of nowhere is bad data or
-  a log(0), not a step size); or the per-step
+  within the first epoch (at a batch size below `lr_jump_min_batch`, the
+  median of its first `baseline_points` values: the loss of one example is
+  one draw of a wide spread, not the model's), or turns non-finite there
+  after climbing (to `sqrt(lr_jump)` times its first value: a NaN out of
+  nowhere is bad data or a log(0), not a step size); or the per-step
   update of some layer is larger than `update_ratio_max` of its weights
-  (TheDeepChecker's bound, 1e-1) for `persistence` observations in a row;
+  (TheDeepChecker's bound, 1e-1) for `persistence` observations in a row; or
+  the run died within its first epoch right after an update at least
+  `update_ratio_fatal` times a layer's weights (a run NaN from step 2 leaves
+  one observation, too few for persistence: a loss summed over a batch of 205
+  under SGD(0.01) moved its weights by 4.8x their norm in one step);
 - *too low*: in every layer the median update is below `update_ratio_min`
   of the weights while the training loss does not decrease.
 
 The message names the optimizer and its learning rate, read from the model
-description or the logged `optimizer/learning_rate`.
+description or the logged `optimizer/learning_rate`; `evidence["far_above_default"]`
+says the rate (as a step size) is `lr_default_factor` times its optimizer's
+Keras default or more, which `tfguard.diagnose.causes` weighs against the
+inputs' scale.
 
 Example:
 
@@ -36,7 +45,7 @@ import contextlib
 import numpy as np
 
 from tfguard import tags
-from tfguard.diagnose.inputs.signals import MissingSignals, Series, Signals
+from tfguard.diagnose.inputs.signals import MissingSignals, Series, Signals, death_point
 from tfguard.diagnose.rules.base import first_persistent
 from tfguard.diagnose.thresholds import Thresholds
 from tfguard.findings import Finding, fmt
@@ -78,7 +87,9 @@ def _loss_series(signals: Signals) -> tuple[str, Series] | None:
 
 
 def _divergence(signals: Signals, thresholds: Thresholds):
-    """`(index, series, first, peak)` where the loss jumped within the first epoch, or `None`."""
+    """`(index, series, first, peak, reference)` where the loss jumped within the first epoch, or
+    `None`; `reference` is what the jump was measured from (the first loss, or at a tiny batch
+    size the median of the first ones)."""
     found = _loss_series(signals)
     if found is None:
         return None
@@ -104,8 +115,15 @@ def _divergence(signals: Signals, thresholds: Thresholds):
         if len(window) < 2 or not finite[0]:
             return None
     first = float(abs(values[0])) or 1e-12
+    reference = first
+    batch = signals.hparams.get("batch_size")
+    if isinstance(batch, (int, float)) and 0 < batch < thresholds.lr_jump_min_batch:
+        # a batch of one or a few examples: its loss is one draw from the examples' spread (at
+        # batch size 1 a first loss of 0.41 then 3.6 for the next example, under Adam's default)
+        early = np.abs(values[finite][: thresholds.baseline_points])
+        reference = max(float(np.median(early)), first)
     with np.errstate(all="ignore"):
-        jumped = ~finite | (np.abs(values) > thresholds.lr_jump * first)
+        jumped = ~finite | (np.abs(values) > thresholds.lr_jump * reference)
     jumped[0] = False
     hits = np.flatnonzero(jumped)
     if not len(hits):
@@ -117,7 +135,7 @@ def _divergence(signals: Signals, thresholds: Thresholds):
         if not len(before) or before.max() < np.sqrt(thresholds.lr_jump) * first:
             return None
     peak = float(np.nanmax(np.abs(np.where(finite, values, np.nan)))) if finite.any() else first
-    return int(window[hits[0]]), s, first, peak
+    return int(window[hits[0]]), s, first, peak, reference
 
 
 def _update_ratios(signals: Signals) -> dict[str, Series]:
@@ -140,17 +158,24 @@ def learning_rate(signals: Signals, thresholds: Thresholds) -> list[Finding]:
     evidence: dict = {"learning_rate": rate if rate is not None else float("nan")}
     if name:
         evidence["optimizer"] = name
+    default, step_size = KERAS_DEFAULT_RATES.get(name or ""), effective_rate(signals, rate, name)
+    if default and step_size is not None and step_size > thresholds.lr_default_factor * default:
+        evidence["far_above_default"] = 1  # the rate itself is far outside its usual range
     diverged = _divergence(signals, thresholds)
     if diverged is not None:
-        index, s, first, peak = diverged
+        index, s, first, peak, reference = diverged
         step, epoch = s.at(index)
         value = float(s.values[index])
+        since = ("its first value" if reference == first else
+                 f"the median of its first {thresholds.baseline_points} values")
         what = ("became non-finite" if not np.isfinite(value)
-                else f"rose to {fmt(value)}, {fmt(abs(value) / first)}x its first value")
+                else f"rose to {fmt(value)}, {fmt(abs(value) / reference)}x {since}")
         evidence.update(direction="high", first_loss=first, peak_loss=peak, code="loss_jump")
+        if reference != first:
+            evidence["reference_loss"] = reference
         return [Finding(
             "learning_rate", "error",
-            f"the training loss {what} within the first epoch (from {fmt(first)}): {owner}, "
+            f"the training loss {what} within the first epoch (from {fmt(reference)}): {owner}, "
             "far too high for this model and data.",
             onset_step=step, onset_epoch=epoch if epoch is not None else 0, evidence=evidence,
             suggestion=("Lower the learning rate (try 10x smaller), or add gradient clipping "
@@ -176,6 +201,24 @@ def learning_rate(signals: Signals, thresholds: Thresholds) -> list[Finding]:
             where=layer, onset_step=step, onset_epoch=epoch, evidence=evidence,
             suggestion="Lower the learning rate until updates are about 1e-3 of the weights.",
         )]
+    fatal = _fatal_update(signals, ratios, thresholds)
+    if fatal is not None:
+        layer, s, index, death_step = fatal
+        ratio = float(s.values[index])
+        step, epoch = s.at(index)
+        evidence.update(direction="high", update_ratio=ratio, layer=layer, nonfinite_step=death_step,
+                        code="fatal_update")
+        return [Finding(
+            "learning_rate", "error",
+            f"the update of step {step} changed layer '{layer}' by {fmt(100 * ratio)}% of its "
+            f"weights (update/weight ratio {fmt(ratio)}) and the run turned non-finite at step "
+            f"{death_step}: {owner}, far too high for this model and data.",
+            where=layer, onset_step=step, onset_epoch=epoch if epoch is not None else 0,
+            evidence=evidence,
+            suggestion=("Lower the learning rate (try 10x smaller), or add gradient clipping "
+                        "(`clipnorm=1.0`); a loss summed over the batch instead of averaged makes "
+                        "every step batch-size times larger."),
+        )]
     default = KERAS_DEFAULT_RATES.get(name or "")
     step = effective_rate(signals, rate, name)
     if step is not None and default and step > thresholds.lr_default_factor * default:
@@ -197,6 +240,34 @@ def learning_rate(signals: Signals, thresholds: Thresholds) -> list[Finding]:
             suggestion=f"Try {name}'s default learning rate ({fmt(default)}), then tune from there.",
         )]
     return _too_low(signals, thresholds, ratios, owner, evidence)
+
+
+def _fatal_update(signals: Signals, ratios: dict[str, Series], thresholds: Thresholds):
+    """`(layer, series, index, death_step)` of an update of `update_ratio_fatal` times a layer's
+    weights that came right before the run died in its first epoch, or `None`.
+
+    Right before: it is the layer's last finite observation up to the death, and fewer than
+    `persistence` observations precede it (a longer run of large updates is the persistent
+    test's). A NaN out of a normal-sized update (bad data, a log(0)) is not a step size.
+    """
+    death = death_point(signals)
+    first_epoch_end = signals.step_of_epoch(0)
+    if death is None or death[0] is None or (first_epoch_end is not None and death[0] > first_epoch_end):
+        return None
+    hits = []
+    for layer, s in ratios.items():
+        if not s.has_steps:
+            continue
+        before = np.flatnonzero((s.steps <= death[0]) & np.isfinite(s.values) & (s.values >= 0))
+        if not len(before) or len(before) > thresholds.persistence:
+            continue
+        index = int(before[-1])
+        if s.values[index] >= thresholds.update_ratio_fatal:
+            hits.append((float(s.values[index]), layer, s, index))
+    if not hits:
+        return None
+    _, layer, s, index = max(hits, key=lambda h: h[0])
+    return layer, s, index, death[0]
 
 
 def effective_rate(signals: Signals, rate: float | None, name: str | None) -> float | None:
