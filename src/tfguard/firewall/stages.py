@@ -28,6 +28,7 @@ import tensorflow as tf
 
 from tfguard.checks.contract import Contract
 from tfguard.firewall import stats
+from tfguard.firewall.buckets import groups_of
 from tfguard.hooks.branch import rare
 from tfguard.hooks.context import StepContext
 
@@ -192,19 +193,7 @@ def _counted_by_block(t: tf.Tensor) -> bool:
 
 def _counting_runs(tensors: list[tf.Tensor]) -> list[list[int]]:
     """Indices of consecutive tensors counted together, at most `COUNTED_AT_ONCE` values a run; a large one alone."""
-    runs, values = [], 0
-    for i, t in enumerate(tensors):
-        if _counted_by_block(t):
-            runs.append([i])
-            values = COUNTED_AT_ONCE
-            continue
-        size = t.shape.num_elements()
-        if not runs or values + size > COUNTED_AT_ONCE:
-            runs.append([])
-            values = 0
-        runs[-1].append(i)
-        values += size
-    return runs
+    return groups_of([t.shape.num_elements() for t in tensors], chunk=COUNTED_AT_ONCE)
 
 
 def _kind_sums(values: tf.Tensor) -> tf.Tensor:
