@@ -52,8 +52,22 @@ def _step_records(step: int, nan_from: int) -> list[bytes]:
     return out
 
 
+def _warm_up(logdir: str) -> None:
+    """Follows a small run of the same shape to its end first, so that the code the watch and the
+    diagnosis load on the way (imported, and compiled in a fresh clone without `__pycache__`) is
+    in memory before the first measured poll: the RSS figures are then the points' alone."""
+    path = f"{logdir}/warm-up/{EVENT_FILE}"
+    watcher, first = Watcher(logdir), 1
+    for last in (500, 1000, 2000, 3000):
+        append(path, b"".join(r for s in range(first, last + 1) for r in _step_records(s, nan_from=2100)))
+        first = last + 1
+        watcher.poll()
+    diagnose_logdir(logdir)
+
+
 def follow(logdir: str, scalars: int = 1_000_000, rounds: int = 20) -> dict:
     """Writes about `scalars` scalars in `rounds` appends, polling after each; returns the figures."""
+    _warm_up(f"{logdir}-warm-up")
     path = f"{logdir}/run/{EVENT_FILE}"
     steps = scalars // (len(PER_STEP) + 3 / STEPS_PER_EPOCH)
     nan_from = int(steps * 0.7)

@@ -10,7 +10,10 @@ appends about 10^6 scalars in 20 rounds, each cut mid-record, and polls a
 - the half-written records are waited for: no damage is said;
 - RSS grows by less than 64 bytes a scalar, below the 73 bytes a scalar
   takes in the file (the watch keeps each series as compact arrays, 24
-  bytes a point, not the records);
+  bytes a point, not the records); the code the watch and the diagnosis
+  load on the way is loaded first, on a small run of the same shape (in a
+  fresh clone it is compiled too: that made 57-59 MB of the growth, not
+  44);
 - every finding is reported at the step where `diagnose_logdir` finds it
   on the finished file, and what is open at the end is what it finds.
 """
