@@ -123,7 +123,7 @@ class Instrumentation(Counters):
         the next `fit` of the same model (a `fit` in a loop) reuses every trace.
         """
         wanted = probes.SignalRequest(weights=self.bus.weights or self.wanted.weights,
-                               histograms=self.bus.histogram_kinds | self.wanted.histograms)
+                                      histograms=self.bus.histogram_kinds | self.wanted.histograms)
         if wanted != self.wanted:
             self.wanted = wanted
             self._retrace()

@@ -57,11 +57,6 @@ class Listening:
         self._inst = None
         self._watch = None
 
-    @property
-    def listening(self) -> bool:
-        """Whether `start` was called since the last `stop`."""
-        return self._inst is not None or self._watch is not None
-
     def start(self, inst) -> None:
         """Subscribes to the step records and guard events of `inst` (an `Instrumentation`, or `None`).
 
