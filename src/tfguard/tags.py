@@ -219,6 +219,9 @@ GUARD_VIOLATIONS = "guard/violations"  # cumulative count
 GUARD_SKIPPED = "guard/skipped"  # cumulative count
 GUARD_EVENTS = "guard/events"  # text: one markdown line per violation
 GUARD_RECORDS = "guard/records"  # text: one JSON object per violation (the rules' evidence)
+GUARD_STAGES = ("data", "forward", "loss", "gradients", "update", "spike")
+"""The firewall's check stages as a record names them (its "stage"), in the order a violation names
+them (`spike`: `tfguard.firewall.spikes`, last: a value that overflowed is named as such, not as an outlier)."""
 # -- invariants of a correct program (tfguard.invariants) ---------------------------
 INVARIANT_RECORDS = "invariants/records"  # text: one JSON object per invariant check (ok or not)
 TEXT_LOGS = (GUARD_EVENTS, GUARD_RECORDS, INVARIANT_RECORDS)

@@ -32,11 +32,11 @@ import warnings
 
 import numpy as np
 
+from tfguard import tags
 from tfguard.checks import hint_for
 from tfguard.errors import GuardViolation
 from tfguard.findings import STAGE_FIXES
 from tfguard.firewall import spikes
-from tfguard.firewall.stages import STAGES
 from tfguard.forensics.examples import (
     Recurrences,
     describe_recurrences,
@@ -163,7 +163,7 @@ class PolicyEnforcer:
         """
         inst, config = self.inst, self.inst.guard
         failed = [i for i, f in enumerate(failures) if f > 0]
-        order = {name: rank for rank, name in enumerate(STAGES)}
+        order = {name: rank for rank, name in enumerate(tags.GUARD_STAGES)}
         failed.sort(key=lambda i: (order[plan.slots[i].stage], i))
         first = plan.slots[failed[0]]
         counts, detail, rows = self._describe(plan, failed[0], extra, data)

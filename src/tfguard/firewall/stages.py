@@ -32,9 +32,6 @@ from tfguard.firewall.buckets import groups_of
 from tfguard.hooks.branch import rare
 from tfguard.hooks.context import StepContext
 
-STAGES = ("data", "forward", "loss", "gradients", "update", "spike")
-"""Every check stage, in the order a violation names them (`spike`: `tfguard.firewall.spikes`, last: a value
-that overflowed is named as such, not as an outlier)."""
 MUST_REJECT = ("loss", "gradients", "update")
 UNCOUNTED = -1.0
 """The NaN/Inf counts of a flag judged by its sum alone (`counted_flag`): not taken."""
@@ -345,5 +342,5 @@ def variable_path(variable) -> str:
     return getattr(variable, "path", None) or variable.name
 
 
-__all__ = ["STAGES", "COUNTED_AT_ONCE", "MUST_REJECT", "UNCOUNTED", "Flag", "Slot", "counted_flag", "data", "finite_flags", "finite_ok", "float_leaves",
+__all__ = ["COUNTED_AT_ONCE", "MUST_REJECT", "UNCOUNTED", "Flag", "Slot", "counted_flag", "data", "finite_flags", "finite_ok", "float_leaves",
            "forward", "gradients", "loss", "nonfinite_counts", "update", "variable_path"]

@@ -30,9 +30,6 @@ import re
 from tfguard import tags
 from tfguard.diagnose.inputs.signals import Signals
 
-STAGES = ("data", "forward", "loss", "gradients", "update", "spike")
-"""The firewall's stages, in the order a violation names them."""
-
 _LINE = re.compile(r"- step (-?\d+), \*\*([^*]*)\*\*: (.*?) \(([a-z]+)\)\. (.*)", re.S)
 _POSITION = re.compile(r"at batch (\d+)(?: \(epoch (\d+)(?:, batch (\d+) of the epoch)?\))?")
 _SAVED = re.compile(r"The batch is saved in (.+?)\.(?=\s|$)", re.S)

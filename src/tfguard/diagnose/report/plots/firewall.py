@@ -24,7 +24,7 @@ import numpy as np
 
 from tfguard import tags
 from tfguard.diagnose.inputs.signals import Signals
-from tfguard.diagnose.inputs.violations import STAGES, Violation
+from tfguard.diagnose.inputs.violations import Violation
 from tfguard.diagnose.report.plots.kit import (
     figure,
     finish,
@@ -50,7 +50,7 @@ def firewall_png(signals: Signals, found: list[Violation]) -> bytes | None:
         return None
     curves = [(t, signals.series(t)) for t in (tags.batch("loss"), tags.train("loss"))]
     curves = [(t, s) for t, s in curves if s is not None and s.has_steps]
-    rows = [c for c in STAGES if c in {v.stage for v in found}] or list(STAGES)
+    rows = [c for c in tags.GUARD_STAGES if c in {v.stage for v in found}] or list(tags.GUARD_STAGES)
     rows += sorted({v.stage for v in found} - set(rows))
     fig = figure(8, 2.0 + 0.28 * len(rows) + (2.6 if curves else 0))
     if curves:
