@@ -91,9 +91,12 @@ class Run:
         }
 
 
-def _file_order(name: str) -> tuple[int, str]:
+def _file_order(name: str) -> tuple:
+    """The timestamp in the name, then the name with its numbers compared as numbers: two files
+    one writer opened in the same second differ by a counter (`....host.pid.9.v2`, `....10.v2`)."""
     match = _TIMESTAMP.search(name)
-    return (int(match.group(1)) if match else -1, name)
+    chunks = tuple(int(c) if c.isdigit() else c for c in re.split(r"(\d+)", name))
+    return (int(match.group(1)) if match else -1, chunks)
 
 
 def event_files(run_dir: str | os.PathLike) -> list[str]:
@@ -103,17 +106,18 @@ def event_files(run_dir: str | os.PathLike) -> list[str]:
 
     >>> import tempfile, os
     >>> d = tempfile.mkdtemp()
-    >>> for n in ("events.out.tfevents.20.h", "events.out.tfevents.3.h", "notes.txt"):
+    >>> for n in ("events.out.tfevents.20.h.1.10.v2", "events.out.tfevents.20.h.1.9.v2",
+    ...           "events.out.tfevents.3.h.1.11.v2", "notes.txt"):
     ...     open(os.path.join(d, n), "w").close()
     >>> [os.path.basename(p) for p in event_files(d)]
-    ['events.out.tfevents.3.h', 'events.out.tfevents.20.h']
+    ['events.out.tfevents.3.h.1.11.v2', 'events.out.tfevents.20.h.1.9.v2', 'events.out.tfevents.20.h.1.10.v2']
 
     Args:
         run_dir: the directory.
 
     Returns:
         Paths of regular files whose name contains `tfevents`, sorted by the
-        timestamp in the name, then by name.
+        timestamp in the name, then by name, its numbers compared as numbers.
     """
     run_dir = os.fspath(run_dir)
     try:
