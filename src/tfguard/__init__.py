@@ -44,7 +44,7 @@ _LAZY = {
     "guard_events": "tfguard.firewall",
     "guard_step": "tfguard.firewall",
     "GuardedStep": "tfguard.firewall",
-    "StepRecord": "tfguard.firewall",
+    "StepRecord": "tfguard.signals",
     "instrument": "tfguard.firewall",
     "GuardConfig": "tfguard.firewall",
     "SpikeConfig": "tfguard.firewall",

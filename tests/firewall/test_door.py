@@ -6,7 +6,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfguard.firewall.door import FirewallContext, gradient_rows
+from tfguard.firewall.door import FirewallContext
 from tfguard.hooks import context
 from tfguard.hooks.context import add_outside_door, remove_outside_door
 
@@ -74,20 +74,6 @@ def test_a_step_that_does_not_restore_copies_the_weights_before_its_update_on_re
         assert context.has_before(variable)
         np.testing.assert_array_equal(context.before(variable).numpy(), value)
     assert any(not np.array_equal(v.numpy(), value) for v, value in zip(model.weights, before))
-
-
-def test_gradient_rows_of_one_shape_come_from_one_stack_and_match_numpy():
-    rng = np.random.default_rng(0)
-    shapes = [(3, 3), (3,), (3, 3), (5,), (3, 3), (3,), (70000,)]  # the last too large to stack
-    values = [rng.normal(size=shape).astype("float32") for shape in shapes]
-    values[1][0] = 0.0
-    values[2][1, :] = 0.0
-    tensors = [tf.constant(v) for v in values]
-    rows = tf.function(gradient_rows)
-    expected = [[float((v.astype("float64") ** 2).sum()), float((v == 0).sum()), float(v.size)] for v in values]
-    np.testing.assert_allclose(rows(tensors).numpy(), expected, rtol=1e-5)
-    ops = [op.type for op in rows.get_concrete_function(tensors).graph.get_operations()]
-    assert ops.count("L2Loss") == 2  # the (5,) and the large one alone; the others by their stacks
 
 
 class _Counting:

@@ -18,7 +18,7 @@ from tests.summary.conftest import tiny_cnn  # noqa: E402
 from tfguard import tags  # noqa: E402
 from tfguard.firewall import instrument  # noqa: E402
 from tfguard.firewall.config import GuardConfig  # noqa: E402
-from tfguard.firewall.step import HISTOGRAMS, SCALARS  # noqa: E402
+from tfguard.signals.record import HISTOGRAMS, SCALARS  # noqa: E402
 
 BOTH = frozenset({SCALARS, HISTOGRAMS})
 

@@ -40,15 +40,14 @@ from collections.abc import Callable
 import keras
 import tensorflow as tf
 
-from tfguard.firewall import stats
 from tfguard.firewall.config import HOLD_BYTES
-from tfguard.firewall.histograms import HIST_BUCKETS, Bucketed, histograms_of
 from tfguard.hooks import dry_run
 from tfguard.hooks.branch import rare
 from tfguard.hooks.context import StepContext, Update
-from tfguard.hooks.stacks import stack_groups
 from tfguard.hooks.transaction import is_float, tf_variable
 from tfguard.hooks.weights_before import Copied, copy_before
+from tfguard.signals import stats
+from tfguard.signals.histograms import HIST_BUCKETS, Bucketed, histograms_of
 
 
 class FirewallContext(StepContext):
@@ -276,7 +275,7 @@ def gradient_table(update: Update, flag) -> tuple[tf.Tensor, list] | None:
     variables, grads = _gradients(update)
     if not grads:
         return None
-    table = door_cond(update, tf.convert_to_tensor(flag), lambda: gradient_rows(grads),
+    table = door_cond(update, tf.convert_to_tensor(flag), lambda: stats.gradient_rows(grads),
                       lambda: tf.zeros([len(grads), 3]))
     return table, variables
 
@@ -287,27 +286,5 @@ def _gradients(update: Update) -> tuple[list, list]:
     return [v for v, _ in pairs], [g for _, g in pairs]
 
 
-def gradient_rows(grads: list) -> tf.Tensor:
-    """`[k, 3]`: each gradient's squared norm, its zero values and its size (a `gradient_table`'s rows).
-
-    Example:
-
-    >>> gradient_rows([tf.constant([0.0, 3.0, 4.0])]).numpy().tolist()
-    [[25.0, 1.0, 3.0]]
-    """
-    reducer = stats.Reducer()
-    groups = stack_groups([(g.shape if isinstance(g, tf.Tensor) else None, g.dtype) for g in grads])
-
-    def stacked(group):  # a deep model's gradients of one shape: a few ops for all of them
-        stack = tf.stack([grads[i] for i in group])
-        return tf.stack([stats.row_squares(stack), stats.row_zeros(stack)], axis=1)
-
-    def alone(i):
-        return tf.stack([stats.squared_norm(grads[i]), reducer.zeros(grads[i])])
-
-    table = stats.grouped_rows(groups, stacked, alone)
-    return tf.concat([table, tf.cast(stats.sizes_of(grads), tf.float32)[:, None]], axis=1)
-
-
-__all__ = ["FirewallContext", "door_cond", "gradient_buckets", "gradient_rows", "gradient_table", "hold_state",
+__all__ = ["FirewallContext", "door_cond", "gradient_buckets", "gradient_table", "hold_state",
            "zero_sparse_unless"]

@@ -43,10 +43,10 @@ import dataclasses
 
 import tensorflow as tf
 
-from tfguard.firewall import stats
 from tfguard.firewall.stages import Flag, Slot, counted_flag, variable_path
 from tfguard.hooks import dry_run, tf_compat
 from tfguard.hooks.transaction import is_float, tf_variable
+from tfguard.signals import stats
 
 _READS = frozenset({"ReadVariableOp", "VariableShape", "ResourceGather", "ResourceGatherNd", "Identity",
                     "VarIsInitializedOp"})

@@ -51,13 +51,13 @@ import tensorflow as tf
 from tfguard import tags
 from tfguard.distribute import keras_20585
 from tfguard.firewall.config import HOLD_BYTES
-from tfguard.firewall.contention import CpuWait
-from tfguard.firewall.histograms import HostHistograms
-from tfguard.firewall.probes import NO_RATIO
-from tfguard.firewall.record import StepRecord, freeze
-from tfguard.firewall.step import HISTOGRAMS, LOGS_KEY, OUTPUT_KEY, RECORDING, step_after
+from tfguard.firewall.step import LOGS_KEY, OUTPUT_KEY, step_after
 from tfguard.firewall.train_function import BATCH_TIMES, timed_train_function
 from tfguard.hooks import dry_run, keras_compat, marks
+from tfguard.signals.contention import CpuWait
+from tfguard.signals.histograms import HostHistograms
+from tfguard.signals.probes import NO_RATIO
+from tfguard.signals.record import HISTOGRAMS, RECORDING, StepRecord, freeze
 
 
 class HostLoop:

@@ -40,15 +40,15 @@ from tfguard import seam
 from tfguard.checks.contract import infer_contract
 from tfguard.distribute.keras_20585 import enable_multi_worker
 from tfguard.distribute.lost_worker import COMPLETED_STEP
-from tfguard.firewall import probes
 from tfguard.firewall.config import GuardConfig
 from tfguard.firewall.host import HostLoop
 from tfguard.firewall.policy import Counters, GuardEvent, GuardWarning, PolicyEnforcer
-from tfguard.firewall.record import Bus
 from tfguard.firewall.spikes import SpikeWindow
 from tfguard.firewall.step import make_step
 from tfguard.hooks import context, marks, taps
 from tfguard.optimizer_state import optimizer_step
+from tfguard.signals import probes
+from tfguard.signals.record import Bus
 
 _INSTRUMENTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _PATCHED = ("train_step", "make_train_function", "reset_metrics", "fit", COMPLETED_STEP)  # seam.SITES

@@ -46,6 +46,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tfguard.checks.contract import float_leaves
 from tfguard.firewall import stages
 from tfguard.firewall.config import DEFAULT_QUARANTINE, GuardConfig
 from tfguard.firewall.door import FirewallContext, zero_sparse_unless
@@ -98,7 +99,7 @@ class GuardedStep(Counters):
         step_context.hand_written = True
         named = {}
         for index, value in enumerate(args):
-            for position, leaf in enumerate(stages.float_leaves(value)):
+            for position, leaf in enumerate(float_leaves(value)):
                 named[f"argument {index}" + (f"[{position}]" if position else "")] = leaf
         flags: list[Flag] = stages.finite_flags("data", named)
         with step_context.active():
@@ -106,7 +107,7 @@ class GuardedStep(Counters):
         if isinstance(outputs, dict) or step_context.losses:
             flags += stages.loss(step_context, outputs)
         else:  # the function returned its loss (or a few values): each float one must be finite
-            leaves = stages.float_leaves(outputs)
+            leaves = float_leaves(outputs)
             flags += stages.finite_flags("loss", {
                 "returned value" + (f" {i}" if len(leaves) > 1 else ""): t for i, t in enumerate(leaves)})
         flags += stages.gradients(step_context)
@@ -155,7 +156,7 @@ def _returned_loss(outputs) -> list:
     """The loss a hand-written step returned, for the spike stage: its `"loss"`, or its first float scalar."""
     if isinstance(outputs, dict):
         outputs = outputs.get("loss")
-    scalars = [t for t in stages.float_leaves(outputs) if t.shape.rank == 0]
+    scalars = [t for t in float_leaves(outputs) if t.shape.rank == 0]
     return scalars[:1]
 
 

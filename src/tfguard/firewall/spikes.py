@@ -45,8 +45,8 @@ import numpy as np
 import tensorflow as tf
 
 from tfguard.errors import ContractError
-from tfguard.firewall import stats
 from tfguard.firewall.stages import Flag, Slot
+from tfguard.signals import stats
 
 STAGE = "spike"
 """The check stage of a spike (a `Slot`'s stage and check)."""

@@ -19,7 +19,7 @@ model's override: a GAN's, a VAE's) unchanged, inside:
 
 Everything is a tensor; nothing raises in the graph, so it holds under XLA.
 The recording trace (`kinds` not empty) also computes the signals
-(`tfguard.firewall.probes`), each kind in a branch that runs only when the
+(`tfguard.signals.probes`), each kind in a branch that runs only when the
 host's flag for it is set (`Instrumentation.set_due`). The host
 (`tfguard.firewall.host`) reads the flags and applies the policy.
 
@@ -42,7 +42,7 @@ import keras
 import tensorflow as tf
 
 from tfguard.checks.labels import Labels
-from tfguard.firewall import probes, spikes, stages, stats
+from tfguard.firewall import spikes, stages
 from tfguard.firewall.config import HOLD_BYTES
 from tfguard.firewall.door import FirewallContext
 from tfguard.firewall.gate import Gate
@@ -50,15 +50,12 @@ from tfguard.firewall.stages import Flag, Slot
 from tfguard.hooks import keras_compat, taps
 from tfguard.hooks.context import ORIGINAL_STEP
 from tfguard.optimizer_state import step_counter
+from tfguard.signals import probes, stats
 
 OUTPUT_KEY = "_tfguard"
 LOGS_KEY = "_tfguard_logs"  # a step that returns something other than a dict
 # Counts of a data check that add up across replicas (min/max and shapes stay local).
 _SUMMED = ("bad", "total", "nan", "posinf", "neginf")
-SCALARS = "scalars"
-HISTOGRAMS = "histograms"
-RECORDING = frozenset({SCALARS, HISTOGRAMS})
-"""The key of the recording trace: it computes scalars, and histograms when the host says so."""
 
 
 @dataclasses.dataclass
@@ -365,5 +362,5 @@ def _direct(model: keras.Model, records: list) -> list:
     return [(layer, out) for layer, out in records if id(layer) in direct]
 
 
-__all__ = ["HISTOGRAMS", "LOGS_KEY", "OUTPUT_KEY", "RECORDING", "SCALARS", "Plan", "decide", "make_step",
+__all__ = ["LOGS_KEY", "OUTPUT_KEY", "Plan", "decide", "make_step",
            "step_after"]

@@ -52,12 +52,12 @@ from tfguard.attach.loops.emit import due_at, emit
 from tfguard.attach.loops.graph_inputs import activation_outputs, batch_arguments, operation_count
 from tfguard.attach.loops.run import LossKey
 from tfguard.attach.loops.windows import Observation
-from tfguard.firewall import probes, stats
+from tfguard.checks.contract import float_leaves
 from tfguard.firewall.config import HOLD_BYTES
 from tfguard.firewall.door import FirewallContext
-from tfguard.firewall.probes import Group
-from tfguard.firewall.stages import float_leaves
 from tfguard.optimizer_state import step_counter
+from tfguard.signals import probes, stats
+from tfguard.signals.probes import Group
 
 
 def _read(counter, eager: bool):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfguard.firewall import stats
+from tfguard.signals import stats
 
 RNG = np.random.default_rng(7)
 
@@ -89,3 +89,17 @@ def test_a_sample_holds_at_most_its_bound_known_without_the_batch_size(shape):
     if len(shape) > 1:  # a vector is returned whole: no bound without its size
         any_batch = stats.sample_bound(tf.TensorSpec([None, *shape[1:]]))
         assert size <= any_batch <= stats.ACTIVATION_SAMPLE
+
+
+def test_gradient_rows_of_one_shape_come_from_one_stack_and_match_numpy():
+    rng = np.random.default_rng(0)
+    shapes = [(3, 3), (3,), (3, 3), (5,), (3, 3), (3,), (70000,)]  # the last too large to stack
+    values = [rng.normal(size=shape).astype("float32") for shape in shapes]
+    values[1][0] = 0.0
+    values[2][1, :] = 0.0
+    tensors = [tf.constant(v) for v in values]
+    rows = tf.function(stats.gradient_rows)
+    expected = [[float((v.astype("float64") ** 2).sum()), float((v == 0).sum()), float(v.size)] for v in values]
+    np.testing.assert_allclose(rows(tensors).numpy(), expected, rtol=1e-5)
+    ops = [op.type for op in rows.get_concrete_function(tensors).graph.get_operations()]
+    assert ops.count("L2Loss") == 2  # the (5,) and the large one alone; the others by their stacks

@@ -1,7 +1,7 @@
 """The signals a recording step computes, in the graph, from what the step already holds.
 
 Gradients come from the updates the step made (every optimizer: a GAN's
-two), weights before the update as the step took them (`FirewallContext.before`: held by
+two), weights before the update as the step took them (`MeasuredStep.before`: held by
 a guard's transaction, or copied at the door on recording steps), layer outputs
 from the taps. Nothing is computed twice: the gradient norms, weight norms
 and update ratios, dead/saturated fractions, input and label statistics
@@ -12,7 +12,7 @@ every layer's gradient norm from one vector of squared norms and one
 segment sum), an ordered map histogram tag -> tensor, and the weights whose
 histograms the host takes after the step; the step puts the scalars into
 one vector (`signals_of`) inside the branch of the recording step that
-runs only when the host says it is due; `tfguard.firewall.histograms`
+runs only when the host says it is due; `tfguard.signals.histograms`
 buckets the histograms (weights: on the host, after the step).
 
 Example:
@@ -25,23 +25,48 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import Protocol
 
 import keras
 import tensorflow as tf
 
 from tfguard import tags
-from tfguard.checks.contract import leaves
-from tfguard.firewall import stats
-from tfguard.firewall.door import FirewallContext, gradient_rows
-from tfguard.firewall.histograms import Sample, histograms_when
-from tfguard.firewall.stages import float_leaves
+from tfguard.checks.contract import float_leaves, leaves
 from tfguard.hooks import dry_run
 from tfguard.hooks.branch import rare
 from tfguard.hooks.stacks import stack_groups
 from tfguard.hooks.transaction import is_float, tf_variable
+from tfguard.signals import stats
+from tfguard.signals.histograms import Sample, histograms_when
 
 NO_RATIO = -1.0
 """`update_ratio` of a layer whose weights were all zero: undefined, left out on the host."""
+
+
+class MeasuredStep(Protocol):
+    """What the signals read of a traced step (`tfguard.firewall.door.FirewallContext` is one).
+
+    Attributes:
+        updates: the step's optimizer updates (`tfguard.hooks.context.Update`).
+        gradient_stats: variable id -> `(table, row)` of `stats.gradient_rows`, taken as the
+            update was applied.
+        gradient_buckets: variable id -> its gradient's histogram, bucketed as the update was applied.
+        weight_stats: tf variable id -> `(table, row)`: squared norms before, of the change and after.
+    """
+
+    updates: list
+    gradient_stats: dict
+    gradient_buckets: dict
+    weight_stats: dict
+
+    def has_before(self, variable) -> bool:
+        """Whether the step took `variable`'s value before its update."""
+
+    def before(self, variable) -> tf.Tensor:
+        """`variable`'s value before the step's update."""
+
+    def stacked_before(self, variables) -> tf.Tensor | None:
+        """The values of `variables` (of one shape) before the update as one stack, or `None`."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,7 +126,7 @@ class Recording:
     host_weights: tuple = ()
 
 
-def record(model: keras.Model, context: FirewallContext, records: list, x, y, wanted: SignalRequest,
+def record(model: keras.Model, context: MeasuredStep, records: list, x, y, wanted: SignalRequest,
            record_flag, histogram_flag) -> Recording:
     """The recording trace's signals: its scalars when `record_flag` holds, its histograms when `histogram_flag` does.
 
@@ -121,7 +146,7 @@ def record(model: keras.Model, context: FirewallContext, records: list, x, y, wa
     return Recording(outputs, scalar_keys, list(hists), tuple(weights))
 
 
-def build(model: keras.Model, context: FirewallContext, records: list, x, y, wanted: SignalRequest,
+def build(model: keras.Model, context: MeasuredStep, records: list, x, y, wanted: SignalRequest,
           histograms: bool) -> tuple[list[Group], dict, list]:
     """The scalar `Group`s; when `histograms`, `tag -> value` to bucket in the step, and `(tag, weight)` for the host.
 
@@ -156,7 +181,7 @@ def build(model: keras.Model, context: FirewallContext, records: list, x, y, wan
     return groups, hists, weights
 
 
-def gradient_groups(model, context: FirewallContext) -> list[Group]:
+def gradient_groups(model, context: MeasuredStep) -> list[Group]:
     """The gradient signals of the updates `context` saw (`grad_norm/*`, `zero_grad_fraction/*`), one `Group`.
 
     `model` names the layers (`layer_key`): anything with a `name`.
@@ -167,7 +192,7 @@ def gradient_groups(model, context: FirewallContext) -> list[Group]:
     return groups
 
 
-def weight_groups(model, context: FirewallContext) -> list[Group]:
+def weight_groups(model, context: MeasuredStep) -> list[Group]:
     """`weight_norm/<layer>` and `update_ratio/<layer>` of the updates `context` saw and took the weights of."""
     groups: list[Group] = []
     _weight_signals(model, context, groups)
@@ -215,7 +240,7 @@ def signals_of(groups: list[Group]) -> tf.Tensor:
     return tf.concat(parts, axis=0) if len(parts) > 1 else parts[0]
 
 
-def _gradients(context: FirewallContext) -> tuple[list, list, list]:
+def _gradients(context: MeasuredStep) -> tuple[list, list, list]:
     """Every (variable, gradient, optimizer) of the step's updates, unscaled, first update of a variable wins."""
     variables, grads, owners, seen = [], [], [], set()
     for update in context.updates:
@@ -290,7 +315,7 @@ def _gradient_signals(model, variables, grads, groups, taken: dict | None = None
         fresh = [i for i, v in enumerate(variables) if id(v) not in taken]
         rows = {}
         if fresh:
-            table = gradient_rows([grads[i] for i in fresh])
+            table = stats.gradient_rows([grads[i] for i in fresh])
             rows.update({i: (table, n) for n, i in enumerate(fresh)})
         table = stats.gather_rows([rows[i] if i in rows else taken[id(v)] for i, v in enumerate(variables)])
         squares, zeros, sizes = table[:, 0], table[:, 1], table[:, 2]
@@ -352,9 +377,9 @@ def _input_signals(x, y, groups) -> None:
         groups.append(Group(names, labels))
 
 
-def _weight_signals(model, context: FirewallContext, groups) -> None:
+def _weight_signals(model, context: MeasuredStep, groups) -> None:
     """`weight_norm/<layer>` and `update_ratio/<layer>`: from the values the step took before the update
-    (`FirewallContext.before`), or, for a gated update or a large one, from the squared norms taken at its write."""
+    (`MeasuredStep.before`), or, for a gated update or a large one, from the squared norms taken at its write."""
     members: list = []
     seen: set[int] = set()
     taken_at_write = context.weight_stats
@@ -387,7 +412,7 @@ def _weight_signals(model, context: FirewallContext, groups) -> None:
     groups.append(Group([*map(tags.weight_norm, layers), *map(tags.update_ratio, layers)], compute))
 
 
-def _change_rows(context: FirewallContext, variables: list) -> tf.Tensor:
+def _change_rows(context: MeasuredStep, variables: list) -> tf.Tensor:
     """`[k, 3]` of held weights, as `dry_run.change_table`: squared norms before, of the change and after.
 
     Weights of one shape are taken together, from the stack the step held
@@ -412,5 +437,5 @@ def _change_rows(context: FirewallContext, variables: list) -> tf.Tensor:
     return stats.grouped_rows(groups, stacked, alone)
 
 
-__all__ = ["NO_RATIO", "Group", "Recording", "SignalRequest", "activation_groups", "build", "data_groups",
+__all__ = ["NO_RATIO", "Group", "MeasuredStep", "Recording", "SignalRequest", "activation_groups", "build", "data_groups",
            "gradient_groups", "layer_key", "optimizer_names", "record", "signals_of", "weight_groups"]

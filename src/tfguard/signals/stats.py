@@ -3,7 +3,7 @@
 All functions are XLA-safe (fixed output shapes, no host ops): whole-tensor
 reductions shared across a step (`Reducer`), dead-unit and saturation
 fractions, squared norms, per-variable tables read back by row. Histogram
-buckets live in `tfguard.firewall.buckets`.
+buckets live in `tfguard.signals.buckets`.
 
 Example:
 
@@ -414,3 +414,26 @@ def moments(values: tf.Tensor) -> dict[str, tf.Tensor]:
         "mean": tf.where(empty, zero, mean),
         "std": tf.where(empty, zero, tf.sqrt(variance)),
     }
+
+
+def gradient_rows(grads: list) -> tf.Tensor:
+    """`[k, 3]`: each gradient's squared norm, its zero values and its size (a `gradient_table`'s rows).
+
+    Example:
+
+    >>> gradient_rows([tf.constant([0.0, 3.0, 4.0])]).numpy().tolist()
+    [[25.0, 1.0, 3.0]]
+    """
+    reducer = Reducer()
+    groups = stack_groups([(g.shape if isinstance(g, tf.Tensor) else None, g.dtype) for g in grads])
+
+    def stacked(group):  # a deep model's gradients of one shape: a few ops for all of them
+        stack = tf.stack([grads[i] for i in group])
+        return tf.stack([row_squares(stack), row_zeros(stack)], axis=1)
+
+    def alone(i):
+        return tf.stack([squared_norm(grads[i]), reducer.zeros(grads[i])])
+
+    table = grouped_rows(groups, stacked, alone)
+    return tf.concat([table, tf.cast(sizes_of(grads), tf.float32)[:, None]], axis=1)
+

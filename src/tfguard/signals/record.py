@@ -27,9 +27,14 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 
-from tfguard.firewall.step import HISTOGRAMS, SCALARS
-
 _EMPTY: Mapping = types.MappingProxyType({})
+
+SCALARS = "scalars"
+"""What a step records: its scalar signals."""
+HISTOGRAMS = "histograms"
+"""What a step records: its histograms (with its scalars)."""
+RECORDING = frozenset({SCALARS, HISTOGRAMS})
+"""The key of the recording trace: it computes scalars, and histograms when the host says so."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,4 +183,4 @@ class Bus:
             subscription.listener(record.only(scalars, hist_kinds))
 
 
-__all__ = ["Bus", "StepRecord", "Subscription", "freeze"]
+__all__ = ["HISTOGRAMS", "RECORDING", "SCALARS", "Bus", "StepRecord", "Subscription", "freeze"]

@@ -1,6 +1,6 @@
 """Histograms in the step and on the host: what a histogram step buckets, and where.
 
-Three sources, each bucketed where it costs least (`tfguard.firewall.buckets`
+Three sources, each bucketed where it costs least (`tfguard.signals.buckets`
 does the bucketing itself):
 
 - gradients at the optimizer's door, before the update
@@ -27,8 +27,8 @@ import dataclasses
 
 import tensorflow as tf
 
-from tfguard.firewall import buckets, stats
 from tfguard.hooks.branch import rare
+from tfguard.signals import buckets, stats
 
 HIST_BUCKETS = 30
 

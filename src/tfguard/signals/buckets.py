@@ -22,8 +22,8 @@ import functools
 
 import tensorflow as tf
 
-from tfguard.firewall.stats import Reducer, as_float32, finite_or_zero, gather_rows, sizes_of
 from tfguard.hooks import tf_compat
+from tfguard.signals.stats import Reducer, as_float32, finite_or_zero, gather_rows, sizes_of
 
 HISTOGRAM_CHUNK = 2**19
 """Values bucketed at once: histograms need O(this) working memory, whatever the model's size."""
