@@ -7,7 +7,7 @@ read before an in-place write makes TensorFlow write to a new buffer. At
 the size of real models that doubles the memory of the weights and slots.
 
 So an update whose state (its variables and its optimizer's variables) is
-larger than `GuardConfig.hold_bytes` is not held. At the optimizer's door
+larger than `GuardConfig.hold_bytes` is not held. At the optimizer's apply
 (LossScaleOptimizer's pattern) the gate:
 
 1. computes what the update would write without writing it
@@ -90,7 +90,7 @@ def _next_run(steps, waits) -> list | None:
 
 
 class Gate:
-    """Called by the optimizer's door for each update of one guarded step (trace time).
+    """Called by the apply interception for each update of one guarded step (trace time).
 
     Args:
         policy: the guard's policy.
@@ -142,7 +142,7 @@ class Gate:
     def __call__(self, update, gradients: list) -> tf.Tensor | None:
         """The flag `apply` runs under, or `None` to hold this update instead.
 
-        `gradients` are those the update is written with (the door's,
+        `gradients` are those the update is written with (the interception's,
         `update.gradients` with sparse ones zeroed on a rejected step).
         """
         if not self.eligible(update):

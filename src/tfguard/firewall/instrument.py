@@ -45,7 +45,8 @@ from tfguard.firewall.host import HostLoop
 from tfguard.firewall.policy import Counters, GuardEvent, GuardWarning, PolicyEnforcer
 from tfguard.firewall.spikes import SpikeWindow
 from tfguard.firewall.step import make_step
-from tfguard.hooks import context, marks, taps
+from tfguard.hooks import context, taps
+from tfguard.hooks.installed import set_installed
 from tfguard.optimizer_state import optimizer_step
 from tfguard.signals import probes
 from tfguard.signals.record import Bus
@@ -228,7 +229,7 @@ class Instrumentation(Counters):
             self._due = (False, False)
 
     def prepare(self) -> None:
-        """HostLoop-side set-up before a trace: the contract, the taps, the optimizer door."""
+        """HostLoop-side set-up before a trace: the contract, the taps, the optimizer's apply."""
         model = self.model
         context.install()
         self._ensure_flags()
@@ -327,7 +328,7 @@ def wrap_fit(model: keras.Model, inst):
         inst.begin_fit()
         return method(*bound.args, **bound.kwargs)
 
-    return marks.mark(fit)
+    return set_installed(fit)
 
 
 def instrument(model: keras.Model) -> Instrumentation:

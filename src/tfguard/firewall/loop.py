@@ -48,14 +48,14 @@ import tensorflow as tf
 
 from tfguard.checks.contract import float_leaves
 from tfguard.firewall import stages
+from tfguard.firewall.apply_interception import FirewallContext, zero_sparse_unless
 from tfguard.firewall.config import DEFAULT_QUARANTINE, GuardConfig
-from tfguard.firewall.door import FirewallContext, zero_sparse_unless
 from tfguard.firewall.policy import Counters, GuardEvent, PolicyEnforcer
 from tfguard.firewall.spikes import TABLE, SpikeCheck, SpikeWindow, batch_rows
 from tfguard.firewall.stages import Flag
 from tfguard.firewall.step import Plan, decide, step_after
 from tfguard.hooks import keras_compat
-from tfguard.hooks.context import add_outside_door, current, remove_outside_door
+from tfguard.hooks.context import add_outside_interceptor, current, remove_outside_interceptor
 from tfguard.hooks.transaction import Transaction
 from tfguard.optimizer_state import model_step, step_counter
 
@@ -225,11 +225,11 @@ def _counter(optimizer) -> tf.Variable:
     return counter
 
 
-class _OutsideDoor:
-    """The door of every optimizer update outside a guarded step (see `gate_optimizers`)."""
+class _OutsideInterceptor:
+    """The interceptor of every optimizer update outside a guarded step (see `gate_optimizers`)."""
 
-    def through_door(self, optimizer, grads, variables, scale, apply):
-        """The update, checked and rolled back by itself when it is bad (in a guarded step: that step's door does)."""
+    def intercept_apply(self, optimizer, grads, variables, scale, apply):
+        """The update, checked and rolled back by itself when it is bad (in a guarded step: that step's interception does)."""
         if current() is not None:  # a `guard_step`'s step: checked and rolled back as a whole
             return apply(grads)
         variables = list(variables) if variables is not None else keras_compat.optimizer_variables(optimizer)
@@ -250,17 +250,17 @@ class _OutsideDoor:
         return result
 
 
-_OUTSIDE_DOOR = _OutsideDoor()
+_OUTSIDE_DOOR = _OutsideInterceptor()
 
 
 def gate_optimizers() -> None:
     """Checks every Keras optimizer update made outside a guarded step, from now on."""
-    add_outside_door(_OUTSIDE_DOOR)
+    add_outside_interceptor(_OUTSIDE_DOOR)
 
 
 def ungate_optimizers() -> None:
     """Stops checking updates outside a guarded step."""
-    remove_outside_door(_OUTSIDE_DOOR)
+    remove_outside_interceptor(_OUTSIDE_DOOR)
 
 
 def reset_gate_counts() -> None:

@@ -27,8 +27,8 @@ import dataclasses
 import tensorflow as tf
 
 from tfguard.checks.contract import Contract, float_leaves
-from tfguard.hooks.branch import rare
 from tfguard.hooks.context import StepContext
+from tfguard.hooks.functional_cond import keep_cond_functional
 from tfguard.signals import stats
 from tfguard.signals.buckets import groups_of
 
@@ -139,7 +139,7 @@ def finite_ok(tensors: list[tf.Tensor], counts: bool = False, reducer: stats.Red
         flags = tf.ones([n], tf.bool)
         return (flags, tf.zeros([n, 4])) if counts else flags
 
-    return rare(tf.cond(tf.logical_not(all_finite), exact, good))
+    return keep_cond_functional(tf.cond(tf.logical_not(all_finite), exact, good))
 
 
 COUNTED_AT_ONCE = 2**18

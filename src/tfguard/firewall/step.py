@@ -43,8 +43,8 @@ import tensorflow as tf
 
 from tfguard.checks.labels import Labels
 from tfguard.firewall import spikes, stages
+from tfguard.firewall.apply_interception import FirewallContext
 from tfguard.firewall.config import HOLD_BYTES
-from tfguard.firewall.door import FirewallContext
 from tfguard.firewall.gate import Gate
 from tfguard.firewall.stages import Flag, Slot
 from tfguard.hooks import keras_compat, taps
@@ -245,7 +245,7 @@ def make_step(model: keras.Model, inst, original) -> callable:
         data_flags = list(flags)
         spike_check = (spikes.SpikeCheck(inst.spike_window, spikes.batch_rows(x))
                        if config is not None and inst.spike_window else None)
-        judged = {}  # layer outputs judged at a gated update's door: (slot, tensor id) -> Flag (no annotation: AutoGraph cannot convert an annotated nonlocal)
+        judged = {}  # layer outputs judged at a gated update's apply: (slot, tensor id) -> Flag (no annotation: AutoGraph cannot convert an annotated nonlocal)
 
         def collect(final: bool, logs=None, state: bool = True) -> list[Flag]:
             """The step's flags as of now: before a gated update (the gate), or at the end."""
@@ -325,13 +325,13 @@ def make_step(model: keras.Model, inst, original) -> callable:
 
 
 def _judged_now(flag: Flag, judged: dict, reducer: stats.Reducer) -> Flag:
-    """A layer output's flag taken at a gated update's door (`counted_flag`), once per tensor.
+    """A layer output's flag taken at a gated update's apply (`counted_flag`), once per tensor.
 
     At the step's end, a flag that still holds its tensor keeps it alive
     for its exact NaN/Inf count on failure: with every layer checked
     (`forward="layers"`), every layer's output lived through the backward
     pass and the dry run. A step that gates an update (a large model) judges
-    them by their sums at its door; a violation then names the layer, not
+    them by their sums at its apply; a violation then names the layer, not
     how many of its values.
     """
     if flag.tensor is None:

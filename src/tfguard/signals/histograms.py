@@ -3,8 +3,8 @@
 Three sources, each bucketed where it costs least (`tfguard.signals.buckets`
 does the bucketing itself):
 
-- gradients at the optimizer's door, before the update
-  (`tfguard.firewall.door.gradient_buckets`), so they die with the update;
+- gradients at the optimizer's apply, before the update
+  (`tfguard.firewall.apply_interception.gradient_buckets`), so they die with the update;
 - layer outputs from their leading examples (`Sample`), in branches of the
   recording step that run as the forward pass makes them
   (`histograms_when`);
@@ -27,7 +27,7 @@ import dataclasses
 
 import tensorflow as tf
 
-from tfguard.hooks.branch import rare
+from tfguard.hooks.functional_cond import keep_cond_functional
 from tfguard.signals import buckets, stats
 
 HIST_BUCKETS = 30
@@ -83,9 +83,9 @@ def histograms_when(flag: tf.Tensor, values: dict) -> tf.Tensor:
     its layers have run, during the forward pass, and a branch holds its
     inputs until it is done. With one branch for every histogram, every
     activation lived to the end of the step, through the backward pass
-    (ResNet50, batch 16: ~250 MB more at the step's peak). Gradients the
-    optimizer's door did not bucket get one branch after the backward
-    pass; the door's own tables (`Bucketed`) are read as they are.
+    (ResNet50, batch 16: ~250 MB more at the step's peak). Gradients not
+    bucketed as their update was applied get one branch after the backward
+    pass; the tables bucketed as each update was applied (`Bucketed`) are read as they are.
 
     Example:
 
@@ -104,7 +104,7 @@ def histograms_when(flag: tf.Tensor, values: dict) -> tf.Tensor:
     for part in [*parts, rest]:
         if part:
             table = tf.cond(flag, lambda part=part: histograms_of(part), lambda part=part: _none_bucketed(part))
-            rare(table)
+            keep_cond_functional(table)
             rows.update({id(v): (table, row) for row, v in enumerate(part)})
     return stats.gather_rows([(v.table, v.row) if isinstance(v, Bucketed) else rows[id(v)] for v in items])
 

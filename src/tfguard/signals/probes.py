@@ -2,7 +2,7 @@
 
 Gradients come from the updates the step made (every optimizer: a GAN's
 two), weights before the update as the step took them (`MeasuredStep.before`: held by
-a guard's transaction, or copied at the door on recording steps), layer outputs
+a guard's transaction, or copied at the apply on recording steps), layer outputs
 from the taps. Nothing is computed twice: the gradient norms, weight norms
 and update ratios, dead/saturated fractions, input and label statistics
 and histograms are read off tensors the step has anyway.
@@ -33,7 +33,7 @@ import tensorflow as tf
 from tfguard import tags
 from tfguard.checks.contract import float_leaves, leaves
 from tfguard.hooks import dry_run
-from tfguard.hooks.branch import rare
+from tfguard.hooks.functional_cond import keep_cond_functional
 from tfguard.hooks.stacks import stack_groups
 from tfguard.hooks.transaction import is_float, tf_variable
 from tfguard.signals import stats
@@ -44,7 +44,7 @@ NO_RATIO = -1.0
 
 
 class MeasuredStep(Protocol):
-    """What the signals read of a traced step (`tfguard.firewall.door.FirewallContext` is one).
+    """What the signals read of a traced step (`tfguard.firewall.apply_interception.FirewallContext` is one).
 
     Attributes:
         updates: the step's optimizer updates (`tfguard.hooks.context.Update`).
@@ -140,7 +140,7 @@ def record(model: keras.Model, context: MeasuredStep, records: list, x, y, wante
     if groups:
         signals = tf.cond(tf.convert_to_tensor(record_flag), lambda: signals_of(groups),
                           lambda: tf.zeros([len(scalar_keys)]))
-        outputs["signals"] = rare(signals)
+        outputs["signals"] = keep_cond_functional(signals)
     if hists:
         outputs["histograms"] = histograms_when(tf.convert_to_tensor(histogram_flag), hists)
     return Recording(outputs, scalar_keys, list(hists), tuple(weights))
@@ -151,7 +151,7 @@ def build(model: keras.Model, context: MeasuredStep, records: list, x, y, wanted
     """The scalar `Group`s; when `histograms`, `tag -> value` to bucket in the step, and `(tag, weight)` for the host.
 
     A value is a `Sample` (an activation), a gradient's row of the table
-    the optimizer's door bucketed (`Bucketed`) or a gradient the door did
+    bucketed at the optimizer's apply (`Bucketed`) or a gradient the interception did
     not see; `histograms.histograms_when` buckets them in the step, the
     host the weights after it (`histograms.HostHistograms`).
     """
@@ -172,7 +172,7 @@ def build(model: keras.Model, context: MeasuredStep, records: list, x, y, wanted
             hists[tags.hist_activations(layer.name)] = Sample(outs[0])
     groups.extend(activation_groups(named))
     if histograms and "gradients" in wanted.histograms:
-        for variable, grad in zip(variables, grads):  # bucketed at the optimizer's door when it could be
+        for variable, grad in zip(variables, grads):  # bucketed at the optimizer's apply when it could be
             hists[tags.hist_gradients(variable.path)] = context.gradient_buckets.get(id(variable), grad)
     if wanted.weights:
         _weight_signals(model, context, groups)
@@ -295,8 +295,8 @@ def _gradient_signals(model, variables, grads, groups, taken: dict | None = None
                       owners=()) -> None:
     """The global gradient norm, then each layer's gradient norm and share of zero gradients.
 
-    `taken` maps a variable's id to its row of a `door.gradient_table` taken at
-    the optimizer's door; the others are computed from the gradients here.
+    `taken` maps a variable's id to its row of an `apply_interception.gradient_table` taken at
+    the optimizer's apply; the others are computed from the gradients here.
 
     A step with several optimizers (a GAN's, a WGAN-GP's critic and
     generator) also gets each optimizer's own gradient norm

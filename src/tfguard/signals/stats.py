@@ -229,7 +229,7 @@ class Reducer:
 def gather_rows(taken: list[tuple[tf.Tensor, int]]) -> tf.Tensor:
     """`[k, ...]`: row `row` of `table` for each `(table, row)`, in order: one gather per table, not a slice per row.
 
-    The per-variable tables a step takes at the optimizer's door (gradient
+    The per-variable tables a step takes at the optimizer's apply (gradient
     norms, weight norms, gradient histograms) are read back row by row; a
     slice per row costs a `StridedSlice` and three constants per variable.
 

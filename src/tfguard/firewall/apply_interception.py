@@ -1,8 +1,8 @@
-"""What the firewall does at the optimizer's door: hold, gate, and take its door tables.
+"""What the firewall does at the optimizer's apply: hold, gate, and take its gradient tables.
 
 `tfguard.hooks.context.StepContext` records a step's updates and losses;
-every optimizer update of the step goes through its `through_door`. A
-guarded or recording step runs inside a `FirewallContext`, whose door, for
+every optimizer update of the step goes through its `intercept_apply`. A
+guarded or recording step runs inside a `FirewallContext`, whose interception, for
 each update, before it is applied:
 
 1. holds the state the update will change, when a rejected step is rolled
@@ -11,15 +11,15 @@ each update, before it is applied:
    written, and then writes it only under that decision
    (`tfguard.firewall.gate`);
 3. on recording steps, takes the gradients' norms (`gradient_table`) and
-   histograms (`gradient_buckets`), each in one cond (`door_cond`), so the
+   histograms (`gradient_buckets`), each in one cond (`gradient_cond`), so the
    gradients die with the update, and, for a step that holds nothing, what
    weight norms and update ratios need of the weights before it: a small
-   update's copied at the door (`weights_before.copy_before`), a large
+   update's copied at the apply (`weights_before.copy_before`), a large
    one's squared norms taken right after its write
    (`dry_run.weight_table_across`).
 
 The hooks' one wrapper of the optimizers' `apply` calls the active
-context's `through_door`: this context's is the firewall's door.
+context's `intercept_apply`: this context's is the firewall's apply interception.
 
 Example:
 
@@ -42,8 +42,8 @@ import tensorflow as tf
 
 from tfguard.firewall.config import HOLD_BYTES
 from tfguard.hooks import dry_run
-from tfguard.hooks.branch import rare
 from tfguard.hooks.context import StepContext, Update
+from tfguard.hooks.functional_cond import keep_cond_functional
 from tfguard.hooks.transaction import is_float, tf_variable
 from tfguard.hooks.weights_before import Copied, copy_before
 from tfguard.signals import stats
@@ -51,20 +51,20 @@ from tfguard.signals.histograms import HIST_BUCKETS, Bucketed, histograms_of
 
 
 class FirewallContext(StepContext):
-    """The trace-time record of one guarded or recording step, with the firewall at its optimizer's door.
+    """The trace-time record of one guarded or recording step, with the firewall at its optimizer's apply.
 
     Args:
         model: the model whose step is traced (`None` for a bare step function).
         restores: whether a rejected step is rolled back (a guard): everything a step of
             `model` may change is held now (`hold_state`), and what each update changes at
-            its door. Defaults to `False`.
-        hold_bytes: an update with more state is not held for its statistics, and its door
+            its apply. Defaults to `False`.
+        hold_bytes: an update with more state is not held for its statistics, and its gradient
             conds are lowered (`Update.small`); a model with more state is held unstacked
             (`hold_state`). Defaults to `None` (every update is small; `HOLD_BYTES` for the model).
-        record_flag: the bool variable that says a step records its signals: its door takes
+        record_flag: the bool variable that says a step records its signals: its interception takes
             the gradients' norms then. Defaults to `None` (not a recording trace).
         weights: whether the recording steps take weight norms and update ratios. Defaults to `False`.
-        histogram_flag: the bool variable that says a step takes histograms: its door buckets
+        histogram_flag: the bool variable that says a step takes histograms: its interception buckets
             the gradients then. Defaults to `None` (no gradient histograms).
     """
 
@@ -78,14 +78,14 @@ class FirewallContext(StepContext):
         self.histogram_flag = histogram_flag
         self.gate = None  # the step's `Gate`, when it checks large updates before they are written
         self.weight_stats: dict = {}  # tf variable id -> ([k, 3] squared norms before/change/after, row)
-        self.copies: list[Copied] = []  # weights of small updates copied at the door on recording steps
-        self.gradient_buckets: dict = {}  # variable id -> its gradient's histogram, bucketed at the door
-        self.gradient_stats: dict = {}  # variable id -> (table, row): squared norm, zeros, size, at the door
+        self.copies: list[Copied] = []  # weights of small updates copied at the apply on recording steps
+        self.gradient_buckets: dict = {}  # variable id -> its gradient's histogram, bucketed at the apply
+        self.gradient_stats: dict = {}  # variable id -> (table, row): squared norm, zeros, size, at the apply
         if restores and model is not None:
             hold_state(model, self, HOLD_BYTES if hold_bytes is None else hold_bytes)
 
-    def through_door(self, optimizer, gradients, variables, scale, apply: Callable[[list], object]):
-        """Holds, gates and takes the door tables of one update, then applies it (or not: a rejected gated one)."""
+    def intercept_apply(self, optimizer, gradients, variables, scale, apply: Callable[[list], object]):
+        """Holds, gates and takes the gradient tables of one update, then applies it (or not: a rejected gated one)."""
         update = self.record_update(optimizer, gradients, variables, scale)
         if update is None:  # inside the step's own control flow: checked through its state alone
             return apply(gradients)
@@ -97,7 +97,7 @@ class FirewallContext(StepContext):
         update.state_bytes = dry_run.state_bytes([*update.variables, *optimizer.variables])
         update.small = self.hold_bytes is None or update.state_bytes <= self.hold_bytes
         ok = self.gate(update, gradients) if self.gate is not None else None
-        waits = self._door_tables(update)
+        waits = self._gradient_tables(update)
         if ok is not None:
             if waits:
                 with tf.control_dependencies(waits):
@@ -128,7 +128,7 @@ class FirewallContext(StepContext):
         tf.cond(ok, run, lambda: tf.constant(False))
         self.gate.applied()
 
-    def _door_tables(self, update: Update) -> list:
+    def _gradient_tables(self, update: Update) -> list:
         """On recording steps, the gradients' norms; on histogram steps, their buckets. Returns what the apply waits for."""
         waits = []
         if self.record_flag is not None:
@@ -150,7 +150,7 @@ class FirewallContext(StepContext):
     def _before_for_statistics(self, update: Update) -> tuple[list, tuple | None]:
         """Takes the weights of an update that is not held as they are before it, for their statistics.
 
-        A small update's are copied at the door on recording steps only
+        A small update's are copied at the apply on recording steps only
         (`weights_before.copy_before`); a large one's table is taken right
         after its write, each value before dying with its row
         (`dry_run.weight_table_across`); a large loss-scaled one, whose
@@ -169,13 +169,13 @@ class FirewallContext(StepContext):
         return [], None
 
     def has_before(self, variable) -> bool:
-        """Whether the step took `variable`'s value before its update (held, or copied at the door)."""
+        """Whether the step took `variable`'s value before its update (held, or copied at the apply)."""
         return self.transaction.holds(variable) or any(c.holds(variable) for c in self.copies)
 
     def before(self, variable) -> tf.Tensor:
         """`variable`'s value before the step's update; a copied one only inside the recording branch.
 
-        A copy is taken at the first update's door; a variable held by a
+        A copy is taken at the first update's apply; a variable held by a
         step that does not restore was held at a later (large, loss-scaled)
         update's, possibly after the first wrote it: the copy comes first.
         """
@@ -236,8 +236,8 @@ def zero_sparse_unless(ok, gradients: list) -> list:
     return [zeroed(g) for g in gradients]
 
 
-def door_cond(update: Update, pred, true_fn, false_fn):
-    """A cond at the optimizer's door, on the update's gradients: kept functional (`rare`) for a small update, lowered for a large one.
+def gradient_cond(update: Update, pred, true_fn, false_fn):
+    """A cond at the optimizer's apply, on the update's gradients: kept functional (`keep_cond_functional`) for a small update, lowered for a large one.
 
     A lowered cond costs a `Switch` per gradient and a walk of its dead
     branch on every step that does not take it: on a 200-layer MLP most of
@@ -247,11 +247,11 @@ def door_cond(update: Update, pred, true_fn, false_fn):
     step may hold) pays for in memory.
     """
     out = tf.cond(pred, true_fn, false_fn)
-    return rare(out) if update.small else out
+    return keep_cond_functional(out) if update.small else out
 
 
 def gradient_buckets(update: Update, flag) -> tuple[tf.Tensor, list] | None:
-    """At the optimizer's door, on histogram steps: `[k, HIST_BUCKETS, 3]` buckets of the update's gradients.
+    """At the optimizer's apply, on histogram steps: `[k, HIST_BUCKETS, 3]` buckets of the update's gradients.
 
     Bucketed before the update is applied, so the gradients die with the
     update as in a step that records nothing, rather than living until the
@@ -260,13 +260,13 @@ def gradient_buckets(update: Update, flag) -> tuple[tf.Tensor, list] | None:
     variables, grads = _gradients(update)
     if not grads:
         return None
-    table = door_cond(update, tf.convert_to_tensor(flag), lambda: histograms_of(grads),
+    table = gradient_cond(update, tf.convert_to_tensor(flag), lambda: histograms_of(grads),
                       lambda: tf.zeros([len(grads), HIST_BUCKETS, 3]))
     return table, variables
 
 
 def gradient_table(update: Update, flag) -> tuple[tf.Tensor, list] | None:
-    """At the optimizer's door, on recording steps: `[k, 3]` per gradient: its squared norm, its zeros, its size.
+    """At the optimizer's apply, on recording steps: `[k, 3]` per gradient: its squared norm, its zeros, its size.
 
     Taken before the update is applied, so the gradients die with the
     update rather than living until the step's end. Returns the table and
@@ -275,7 +275,7 @@ def gradient_table(update: Update, flag) -> tuple[tf.Tensor, list] | None:
     variables, grads = _gradients(update)
     if not grads:
         return None
-    table = door_cond(update, tf.convert_to_tensor(flag), lambda: stats.gradient_rows(grads),
+    table = gradient_cond(update, tf.convert_to_tensor(flag), lambda: stats.gradient_rows(grads),
                       lambda: tf.zeros([len(grads), 3]))
     return table, variables
 
@@ -286,5 +286,5 @@ def _gradients(update: Update) -> tuple[list, list]:
     return [v for v, _ in pairs], [g for _, g in pairs]
 
 
-__all__ = ["FirewallContext", "door_cond", "gradient_buckets", "gradient_table", "hold_state",
+__all__ = ["FirewallContext", "gradient_cond", "gradient_buckets", "gradient_table", "hold_state",
            "zero_sparse_unless"]

@@ -1,4 +1,4 @@
-"""The firewall's door: what a `FirewallContext` holds and takes at each optimizer update."""
+"""The firewall's apply interception: what a `FirewallContext` holds and takes at each optimizer update."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfguard.firewall.door import FirewallContext
+from tfguard.firewall.apply_interception import FirewallContext
 from tfguard.hooks import context
-from tfguard.hooks.context import add_outside_door, remove_outside_door
+from tfguard.hooks.context import add_outside_interceptor, remove_outside_interceptor
 
 _BATCH = (tf.constant([[1.0, -2.0], [0.5, 3.0], [0.0, 1.0], [2.0, 2.0]]), tf.fill((4, 1), 3.0))
 
@@ -49,7 +49,7 @@ def test_a_context_that_does_not_restore_holds_nothing():
     assert context.transaction.held == [] and len(context.updates) == 1
 
 
-def test_on_a_recording_step_the_door_takes_each_gradients_squared_norm_zeros_and_size():
+def test_on_a_recording_step_the_apply_interception_takes_each_gradients_squared_norm_zeros_and_size():
     model = _model()
     for recording in (True, False):
         context = FirewallContext(model, record_flag=tf.constant(recording))
@@ -69,7 +69,7 @@ def test_a_step_that_does_not_restore_copies_the_weights_before_its_update_on_re
     context = FirewallContext(model, record_flag=tf.constant(True), weights=True)
     with context.active():
         model.train_step(_BATCH)
-    assert context.transaction.held == []  # a copy at the door, nothing held across the update
+    assert context.transaction.held == []  # a copy at the apply, nothing held across the update
     for variable, value in zip(model.weights, before):
         assert context.has_before(variable)
         np.testing.assert_array_equal(context.before(variable).numpy(), value)
@@ -80,44 +80,44 @@ class _Counting:
     def __init__(self):
         self.seen = []
 
-    def through_door(self, optimizer, gradients, variables, scale, apply):
+    def intercept_apply(self, optimizer, gradients, variables, scale, apply):
         self.seen.append(len(gradients))
         return apply(gradients)
 
 
-def test_an_update_outside_any_step_goes_through_the_outside_door_until_it_is_removed():
+def test_an_update_outside_any_step_goes_through_the_outside_interceptor_until_it_is_removed():
     model = _model()
     optimizer = keras.optimizers.SGD(0.1)
-    door = _Counting()
+    interceptor = _Counting()
     grads = [tf.ones_like(v) for v in model.trainable_variables]
-    add_outside_door(door)
+    add_outside_interceptor(interceptor)
     try:
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
     finally:
-        remove_outside_door(door)
+        remove_outside_interceptor(interceptor)
     optimizer.apply_gradients(zip(grads, model.trainable_variables))
-    assert door.seen == [4]
+    assert interceptor.seen == [4]
     assert int(optimizer.iterations.numpy()) == 2
 
 
-def test_variables_given_as_a_generator_reach_both_the_outside_door_and_keras():
-    # The door lists the variables; a generator it used up would reach Keras's apply empty.
+def test_variables_given_as_a_generator_reach_both_the_outside_interceptor_and_keras():
+    # The interception lists the variables; a generator it used up would reach Keras's apply empty.
     model = _model(keras.optimizers.SGD(0.5))
     kernel = model.trainable_variables[0].numpy()
     grads = [tf.ones_like(v) for v in model.trainable_variables]
-    door = _Counting()
-    add_outside_door(door)
+    interceptor = _Counting()
+    add_outside_interceptor(interceptor)
     try:
         model.optimizer.apply(grads, (v for v in model.trainable_variables))
     finally:
-        remove_outside_door(door)
-    assert door.seen == [4]
+        remove_outside_interceptor(interceptor)
+    assert interceptor.seen == [4]
     np.testing.assert_allclose(model.trainable_variables[0].numpy(), kernel - 0.5)
 
 
 def test_one_wrapper_of_apply_serves_every_context_and_each_update_is_seen_once():
-    # One wrapper per class: it hands each update to the active context's door (the firewall's is a
-    # FirewallContext's through_door), and a plain StepContext (a replay's) records it.
+    # One wrapper per class: it hands each update to the active context's `intercept_apply` (the firewall's is a
+    # FirewallContext's intercept_apply), and a plain StepContext (a replay's) records it.
     context.uninstall()
     model = _model()
     guarded = FirewallContext(model)

@@ -2,7 +2,7 @@
 
 Inside a `tf.function` (without XLA) TensorFlow lowers a `tf.cond` to
 `Switch`/`Merge` nodes: one `Switch` per tensor the branch captures, run on
-every step whether the branch runs or not. The guard's rare branches capture
+every step whether the branch runs or not. The guard's rarely taken branches capture
 a lot: the restore of a rejected step takes every held value, the exact
 NaN/Inf count every checked tensor, a recording step's signals every
 gradient and weight. Kept functional, such a branch costs one `If` op on the
@@ -11,7 +11,7 @@ it would any cond. Under a `tf.distribute` strategy the cond is lowered as
 usual (a functional `If` cannot take variables placed on several devices).
 
 Not for a branch that takes values the step would otherwise free early (the
-optimizer's door: gradients): a functional `If` holds its inputs until it
+optimizer's apply: gradients): a functional `If` holds its inputs until it
 has run, which kept every gradient of a 50 M-parameter MLP alive ~130 MB
 longer than a lowered cond does.
 
@@ -20,7 +20,7 @@ Example:
 >>> import tensorflow as tf
 >>> @tf.function
 ... def f(p):
-...     return rare(tf.cond(p, lambda: tf.constant(1), lambda: tf.constant(0)))
+...     return keep_cond_functional(tf.cond(p, lambda: tf.constant(1), lambda: tf.constant(0)))
 >>> int(f(tf.constant(True))), int(f(tf.constant(False)))
 (1, 0)
 
@@ -37,7 +37,7 @@ from tfguard.hooks import tf_compat
 _IF = ("If", "StatelessIf")
 
 
-def rare(out):
+def keep_cond_functional(out):
     """Keeps the `tf.cond` that made `out` from being lowered to `Switch`/`Merge`; returns `out`.
 
     `out` must be what `tf.cond` returned, not a tensor computed from it:
@@ -56,4 +56,4 @@ def rare(out):
     return out
 
 
-__all__ = ["rare"]
+__all__ = ["keep_cond_functional"]
