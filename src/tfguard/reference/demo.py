@@ -5,7 +5,7 @@ few epochs, then `export_model` and `parity` on the held-out split.
 
 Example:
 
->>> from tfguard.pipeline import run_demo
+>>> from tfguard.reference import run_demo
 >>> result = run_demo("/tmp/tfguard-demo", epochs=1, max_samples=200)   # doctest: +SKIP
 >>> result.parity.ok                                                    # doctest: +SKIP
 True
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import keras
 
-from tfguard.pipeline.export import ExportResult, render_export
-from tfguard.pipeline.parity import ParityResult, parity, render_parity
-from tfguard.pipeline.train import TrainConfig, TrainResult, render_train_result, train
+from tfguard.reference.export import ExportResult, render_export
+from tfguard.reference.parity import ParityResult, parity, render_parity
+from tfguard.reference.train import TrainConfig, TrainResult, render_train_result, train
 
 
 @dataclasses.dataclass

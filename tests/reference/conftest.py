@@ -1,10 +1,10 @@
-"""Fixtures of the pipeline tests: one tiny real run shared by export and parity."""
+"""Fixtures of the reference road's tests: one tiny real run shared by export and parity."""
 
 from __future__ import annotations
 
 import pytest
 
-from tfguard.pipeline import load_data, run_demo
+from tfguard.reference import load_data, run_demo
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,7 @@
 """Export: `.keras`, a SavedModel that takes raw inputs, TFLite, and `contract.json`.
 
 The SavedModel's signatures take inputs *as a user sends them* (for images:
-`uint8` pixels `[None, 28, 28, 1]`) and run `tfguard.pipeline.preprocess`
+`uint8` pixels `[None, 28, 28, 1]`) and run `tfguard.reference.preprocess`
 inside the graph, so the served model and the trained model cannot disagree
 about normalization. The data contract is enforced inside the signature:
 
@@ -27,7 +27,7 @@ dtype and shape, not a value range; `contract.json` says so.
 
 Example:
 
->>> from tfguard.pipeline import build_model, export_model, load_data
+>>> from tfguard.reference import build_model, export_model, load_data
 >>> data = load_data("digits", limit=32)
 >>> model = build_model("cnn", data.info.input_shape, data.info.num_classes)
 >>> result = export_model(model, "/tmp/tfguard-doc-export", data.info)
@@ -49,8 +49,8 @@ import tensorflow as tf
 from tfguard import __version__
 from tfguard.errors import ExportError
 from tfguard.files import write_atomic
-from tfguard.pipeline.data import DatasetInfo
-from tfguard.pipeline.input import preprocess
+from tfguard.reference.data import DatasetInfo
+from tfguard.reference.input import preprocess
 
 CONTRACT_FILE = "contract.json"
 KERAS_FILE = "model.keras"
@@ -272,7 +272,7 @@ def make_contract(model: keras.Model, info: DatasetInfo, endpoints: dict, tflite
             "range": [low, high],
         },
         "preprocessing": {
-            "function": "tfguard.pipeline.preprocess",
+            "function": "tfguard.reference.preprocess",
             "formula": f"(float32(x) - {low:g}) / ({high:g} - {low:g})",
             "in_graph": True,
             "model_input_range": [0.0, 1.0],

@@ -11,7 +11,7 @@ finds its own backup. After training, the run directory holds `model.keras`
 and `train_config.json`.
 
 The configuration (`TrainConfig`, `load_config`) lives in
-`tfguard.pipeline.config`; both names stay importable from here.
+`tfguard.reference.config`; both names stay importable from here.
 
 Two seams let the rest of tfguard plug in without this module knowing it:
 `callbacks` (e.g. the logger, live diagnosis) run after the built-in ones,
@@ -20,7 +20,7 @@ and `wrap_model` receives the compiled model and returns the model to fit
 
 Example:
 
->>> from tfguard.pipeline import TrainConfig, train
+>>> from tfguard.reference import TrainConfig, train
 >>> config = TrainConfig(epochs=1, max_samples=200, logdir="/tmp/tfguard-doc")
 >>> result = train(config)
 >>> result.epochs_run, result.run_dir.name
@@ -41,11 +41,11 @@ from rich.table import Table
 
 from tfguard.errors import ContractError
 from tfguard.files import write_atomic
-from tfguard.pipeline.config import TrainConfig, load_config
-from tfguard.pipeline.data import LoadedData, load_data
-from tfguard.pipeline.export import export_model
-from tfguard.pipeline.input import make_augmenter, make_dataset
-from tfguard.pipeline.models import build_model
+from tfguard.reference.config import TrainConfig, load_config
+from tfguard.reference.data import LoadedData, load_data
+from tfguard.reference.export import export_model
+from tfguard.reference.input import make_augmenter, make_dataset
+from tfguard.reference.models import build_model
 
 __all__ = [
     "CONFIG_FILE",

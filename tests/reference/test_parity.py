@@ -6,7 +6,7 @@ import pytest
 from rich.console import Console
 
 from tfguard.errors import ExportError
-from tfguard.pipeline import parity, render_parity
+from tfguard.reference import parity, render_parity
 
 
 def test_parity_holds_on_held_out_samples(export_dir, digits_small):

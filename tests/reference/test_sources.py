@@ -6,24 +6,24 @@ import numpy as np
 import pytest
 
 from tfguard.errors import DataError
-from tfguard.pipeline import loaders
-from tfguard.pipeline.sources import SOURCES, SPECS, find_source, load_spec
+from tfguard.reference import loaders
+from tfguard.reference.sources import SOURCES, SPECS, find_source, load_spec
 
-# `tfguard.pipeline.train` the module, not the function the package exports under that name.
+# `tfguard.reference.train` the module, not the function the package exports under that name.
 config_module, data_module, train_module, dataset_module, sources_module = (
-    importlib.import_module(f"tfguard.pipeline.{name}")
+    importlib.import_module(f"tfguard.reference.{name}")
     for name in ("config", "data", "train", "dataset", "sources")
 )
-fashion_module = importlib.import_module("tfguard.pipeline.loaders.fashion_mnist")
+fashion_module = importlib.import_module("tfguard.reference.loaders.fashion_mnist")
 
 
 def test_each_source_has_its_own_loader_module():
     modules = {source.name: source.load.__module__ for source in SOURCES}
     assert modules == {
-        "digits": "tfguard.pipeline.loaders.digits",
-        "fashion_mnist": "tfguard.pipeline.loaders.fashion_mnist",
-        "npz": "tfguard.pipeline.loaders.npz",
-        "dir": "tfguard.pipeline.loaders.image_dir",
+        "digits": "tfguard.reference.loaders.digits",
+        "fashion_mnist": "tfguard.reference.loaders.fashion_mnist",
+        "npz": "tfguard.reference.loaders.npz",
+        "dir": "tfguard.reference.loaders.image_dir",
     }
     assert SPECS == data_module.SPECS == ("digits", "fashion_mnist", "npz:PATH", "dir:PATH")
 

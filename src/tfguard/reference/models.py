@@ -1,14 +1,14 @@
 """Reference models: the small CNN and an MLP, compiled and ready to fit.
 
 The models take the *preprocessed* `float32` inputs in [0, 1] (see
-`tfguard.pipeline.preprocess`) and end in a softmax, trained with sparse
+`tfguard.reference.preprocess`) and end in a softmax, trained with sparse
 categorical cross-entropy. Layer names are fixed (`conv1`, `dense1`,
 `output`, ...) so logs, guards and diagnoses name the same layer in every
 run.
 
 Example:
 
->>> from tfguard.pipeline import build_model
+>>> from tfguard.reference import build_model
 >>> model = build_model("cnn", (28, 28, 1), 10)
 >>> [layer.name for layer in model.layers][1:]
 ['conv1', 'pool1', 'conv2', 'pool2', 'flatten', 'dense1', 'dropout', 'output']

@@ -7,24 +7,24 @@ checks that all of them answer alike.
 
 Example:
 
->>> from tfguard.pipeline import TrainConfig
+>>> from tfguard.reference import TrainConfig
 >>> TrainConfig(epochs=2).epochs
 2
 """
 
-from tfguard.pipeline.data import DatasetInfo, LoadedData, load_data
-from tfguard.pipeline.demo import DemoResult, render_demo, run_demo
-from tfguard.pipeline.export import (
+from tfguard.reference.data import DatasetInfo, LoadedData, load_data
+from tfguard.reference.demo import DemoResult, render_demo, run_demo
+from tfguard.reference.export import (
     ExportResult,
     export_model,
     export_run,
     load_contract,
     render_export,
 )
-from tfguard.pipeline.input import make_augmenter, make_dataset, preprocess
-from tfguard.pipeline.models import build_model, make_optimizer
-from tfguard.pipeline.parity import PairParity, ParityResult, parity, render_parity
-from tfguard.pipeline.train import (
+from tfguard.reference.input import make_augmenter, make_dataset, preprocess
+from tfguard.reference.models import build_model, make_optimizer
+from tfguard.reference.parity import PairParity, ParityResult, parity, render_parity
+from tfguard.reference.train import (
     TrainConfig,
     TrainResult,
     load_config,

@@ -6,7 +6,7 @@ the raw dtype and value range the exported model will accept: integer
 inputs within 0..255 become `uint8` in `(0, 255)`; other inputs become
 `float32` in `(0, 1)` or `(0, 255)` when they lie in it, else in their
 observed `(floor(min), ceil(max))`. Without `x_test`/`y_test`, the fixed
-stratified 80/20 split of `tfguard.pipeline.dataset.split_indices` is made.
+stratified 80/20 split of `tfguard.reference.dataset.split_indices` is made.
 
 Example:
 
@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from tfguard.errors import DataError
-from tfguard.pipeline.dataset import DatasetInfo, LoadedData, split_indices
+from tfguard.reference.dataset import DatasetInfo, LoadedData, split_indices
 
 __all__ = ["load_npz"]
 

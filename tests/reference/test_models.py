@@ -2,7 +2,7 @@ import keras
 import pytest
 
 from tfguard.errors import ContractError
-from tfguard.pipeline import build_model, make_optimizer
+from tfguard.reference import build_model, make_optimizer
 
 
 def test_reference_cnn_exactly():

@@ -2,7 +2,7 @@
 
 `preprocess` maps raw inputs (as a user sends them, e.g. `uint8` pixels) to
 the model's `float32` inputs in [0, 1]. Training maps it over the dataset and
-`tfguard.pipeline.export_model` puts the very same function inside the
+`tfguard.reference.export_model` puts the very same function inside the
 exported serving signature, so train/serve skew cannot happen.
 
 `make_dataset` builds the pipeline in the order the `tf.data` performance
@@ -15,7 +15,7 @@ guide asks for:
 Example:
 
 >>> import numpy as np
->>> from tfguard.pipeline import make_dataset
+>>> from tfguard.reference import make_dataset
 >>> x = np.zeros((10, 28, 28, 1), np.uint8); y = np.arange(10)
 >>> ds = make_dataset(x, y, batch_size=4, training=True)
 >>> [tuple(b[0].shape) for b in ds]

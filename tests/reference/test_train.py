@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from tfguard.errors import ContractError
-from tfguard.pipeline import TrainConfig, load_config, train
+from tfguard.reference import TrainConfig, load_config, train
 
 
 def tiny(tmp_path, **kw):

@@ -17,7 +17,7 @@ import textwrap
 import pytest
 
 from tfguard.errors import MissingExtraError, TfguardError
-from tfguard.pipeline.extras import road_module
+from tfguard.reference.extras import road_module
 
 CLI_WITHOUT = """
 import sys
@@ -56,7 +56,7 @@ def test_the_demo_without_scikit_learn_says_how_to_get_it(tmp_path):
 
 def test_parity_without_the_tflite_interpreter_says_how_to_get_it(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "ai_edge_litert", None)
-    from tfguard.pipeline.parity import run_tflite
+    from tfguard.reference.parity import run_tflite
 
     with pytest.raises(MissingExtraError, match=r"needs ai-edge-litert \(module `ai_edge_litert`\)") as caught:
         run_tflite(tmp_path / "model.tflite", None)

@@ -1,7 +1,7 @@
-"""One loader per data source; `tfguard.pipeline.sources` maps a spec to one.
+"""One loader per data source; `tfguard.reference.sources` maps a spec to one.
 
 Each module reads one kind of source, offline, into a
-`tfguard.pipeline.dataset.LoadedData` of raw inputs (no normalization):
+`tfguard.reference.dataset.LoadedData` of raw inputs (no normalization):
 
 - `digits`: scikit-learn's real 8×8 handwritten digits, resized to 28×28×1.
 - `fashion_mnist`: the idx files Keras caches, never downloaded.
@@ -10,14 +10,14 @@ Each module reads one kind of source, offline, into a
 
 Example:
 
->>> from tfguard.pipeline.loaders import load_digits
+>>> from tfguard.reference.loaders import load_digits
 >>> load_digits().info.input_shape
 (28, 28, 1)
 """
 
-from tfguard.pipeline.loaders.digits import load_digits
-from tfguard.pipeline.loaders.fashion_mnist import fashion_mnist_dir, load_fashion_mnist
-from tfguard.pipeline.loaders.image_dir import load_image_dir
-from tfguard.pipeline.loaders.npz import load_npz
+from tfguard.reference.loaders.digits import load_digits
+from tfguard.reference.loaders.fashion_mnist import fashion_mnist_dir, load_fashion_mnist
+from tfguard.reference.loaders.image_dir import load_image_dir
+from tfguard.reference.loaders.npz import load_npz
 
 __all__ = ["fashion_mnist_dir", "load_digits", "load_fashion_mnist", "load_image_dir", "load_npz"]

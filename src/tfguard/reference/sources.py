@@ -3,7 +3,7 @@
 A spec is a source name, alone (`"digits"`, `"fashion_mnist"`) or followed
 by `:PATH` for a source read from a file or folder (`"npz:data/x.npz"`,
 `"dir:images/"`). `SOURCES` lists each source once, with its loader (one
-module per source under `tfguard.pipeline.loaders`) and the `load_data`
+module per source under `tfguard.reference.loaders`) and the `load_data`
 options it takes; `find_source` parses a spec and `load_spec` loads it. A
 new source is one more loader module and one more `Source` here.
 
@@ -24,8 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from tfguard.errors import DataError
-from tfguard.pipeline.dataset import LoadedData
-from tfguard.pipeline.loaders import load_digits, load_fashion_mnist, load_image_dir, load_npz
+from tfguard.reference.dataset import LoadedData
+from tfguard.reference.loaders import load_digits, load_fashion_mnist, load_image_dir, load_npz
 
 __all__ = ["SOURCES", "SPECS", "Source", "find_source", "load_spec"]
 

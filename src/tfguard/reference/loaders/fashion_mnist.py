@@ -6,7 +6,7 @@ Keras's own `keras_home` names it). When that folder is the one Keras's own
 loader looks in, `keras.datasets.fashion_mnist.load_data()` reads them (its
 `get_file` finds the cached files and downloads nothing); when `KERAS_HOME`
 changed after Keras was imported (Keras reads it once), the same files are
-read with `tfguard.pipeline.idx.read_idx`. Without the files, a `DataError`
+read with `tfguard.reference.idx.read_idx`. Without the files, a `DataError`
 names them and the folder to put them in.
 
 Example:
@@ -28,8 +28,8 @@ import numpy as np
 
 from tfguard.errors import DataError
 from tfguard.hooks.keras_compat import keras_home
-from tfguard.pipeline.dataset import DatasetInfo, LoadedData
-from tfguard.pipeline.idx import read_idx
+from tfguard.reference.dataset import DatasetInfo, LoadedData
+from tfguard.reference.idx import read_idx
 
 __all__ = [
     "FASHION_MNIST_CLASSES",

@@ -4,7 +4,7 @@
 (labels from the sub-folder names, in sorted order), resizes every image
 (bilinear) and keeps it as `uint8` pixels 0..255. A folder holding `train/`
 and `test/`, each with the class sub-folders, gives its own split; otherwise
-the fixed stratified 80/20 split of `tfguard.pipeline.dataset.split_indices`
+the fixed stratified 80/20 split of `tfguard.reference.dataset.split_indices`
 is made.
 
 Example:
@@ -32,7 +32,7 @@ import keras
 import numpy as np
 
 from tfguard.errors import DataError
-from tfguard.pipeline.dataset import DatasetInfo, LoadedData, split_indices
+from tfguard.reference.dataset import DatasetInfo, LoadedData, split_indices
 
 __all__ = ["load_image_dir"]
 

@@ -6,9 +6,9 @@ import pytest
 import tensorflow as tf
 
 from tfguard.errors import ExportError
-from tfguard.pipeline import build_model, export_model, export_run, load_contract, preprocess
-from tfguard.pipeline.data import DatasetInfo
-from tfguard.pipeline.parity import run_tflite
+from tfguard.reference import build_model, export_model, export_run, load_contract, preprocess
+from tfguard.reference.data import DatasetInfo
+from tfguard.reference.parity import run_tflite
 
 
 @pytest.fixture(scope="module")

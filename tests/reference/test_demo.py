@@ -1,6 +1,6 @@
 from rich.console import Console
 
-from tfguard.pipeline import render_demo
+from tfguard.reference import render_demo
 
 
 def test_demo_trains_exports_and_proves_parity(demo_run):
