@@ -44,7 +44,7 @@ _LAZY = {
     "guard_events": "tfguard.firewall",
     "guard_step": "tfguard.firewall",
     "GuardedStep": "tfguard.firewall",
-    "StepRecord": "tfguard.firewall",
+    "StepRecord": "tfguard.signals",
     "instrument": "tfguard.firewall",
     "GuardConfig": "tfguard.firewall",
     "SpikeConfig": "tfguard.firewall",
@@ -77,12 +77,12 @@ _LAZY = {
     "board": "tfguard.board",
     "TfguardPlugin": "tfguard.board",
     # the whole road
-    "pipeline": "tfguard.pipeline",
+    "reference": "tfguard.reference",
     "doctor": "tfguard.doctor",
     "run_doctor": "tfguard.doctor",
 }
 
-_SUBMODULES = {"checks", "summary", "events", "diagnose", "lint", "attach", "pipeline", "doctor",
+_SUBMODULES = {"checks", "summary", "events", "diagnose", "lint", "attach", "reference", "doctor",
                "remedies", "invariants", "watch", "board"}
 
 __all__ = [

@@ -67,7 +67,7 @@ def cmd_doctor(args) -> int:
 
 
 def cmd_train(args) -> int:
-    from tfguard.pipeline.train import load_config, render_train_result
+    from tfguard.reference.train import load_config, render_train_result
 
     config = load_config(
         args.config,
@@ -93,14 +93,14 @@ def cmd_train(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from tfguard.pipeline.export import export_run, render_export
+    from tfguard.reference.export import export_run, render_export
 
     render_export(export_run(args.run_dir, args.out, tflite=not args.no_tflite), _console())
     return 0
 
 
 def cmd_parity(args) -> int:
-    from tfguard.pipeline.parity import parity, render_parity
+    from tfguard.reference.parity import parity, render_parity
 
     result = parity(args.export_dir, samples=args.samples)
     render_parity(result, _console())

@@ -57,7 +57,7 @@ SITES: tuple[Site, ...] = (
     Site(("fit",), "keras.Model (the class)", "tfguard.attach.session",
          "`tfguard run`: every model the script fits is guarded, logged and diagnosed"),
     Site(("apply",), "keras.optimizers.Optimizer and LossScaleOptimizer (the classes)", "tfguard.hooks.context",
-         "the optimizer's door: each update passes the gate of the step (or of a hand-written loop)"),
+         "the optimizer's apply: each update passes the gate of the step (or of a hand-written loop)"),
     Site(("__call__", "update_state", "__init_subclass__"), "keras.losses.Loss and keras.metrics.Metric "
          "classes", "tfguard.attach.loops.patches",
          "a hand-written loop's losses and metrics, seen while `tfguard run` has a session open"),

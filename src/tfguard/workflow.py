@@ -1,6 +1,6 @@
 """Observed training: the firewall, the logger and live diagnosis around a reference run.
 
-`train_observed(config)` trains a reference model (`tfguard.pipeline.train`)
+`train_observed(config)` trains a reference model (`tfguard.reference.train`)
 guarded (`tfguard.guard`, policy `"skip"` by default), logged
 (`tfguard.Logger`) and diagnosed live (`LiveDiagnosis`); then diagnoses the
 event files offline with the same rules and writes the JSON and HTML
@@ -24,10 +24,10 @@ from pathlib import Path
 from tfguard.diagnose import LiveDiagnosis, diagnose_logdir, render_terminal, to_json, write_html
 from tfguard.files import write_atomic
 from tfguard.firewall import guard, guard_events
-from tfguard.pipeline.demo import DemoResult, render_demo
-from tfguard.pipeline.input import preprocess
-from tfguard.pipeline.parity import parity
-from tfguard.pipeline.train import TrainConfig, train
+from tfguard.reference.demo import DemoResult, render_demo
+from tfguard.reference.input import preprocess
+from tfguard.reference.parity import parity
+from tfguard.reference.train import TrainConfig, train
 from tfguard.summary import Logger
 
 
@@ -36,7 +36,7 @@ class ObservedRun:
     """What an observed training produced.
 
     Args:
-        train: the `TrainResult` of the pipeline.
+        train: the `TrainResult` of the reference training.
         logdir: the root of the TensorBoard logs.
         run_dir: the run directory the logger wrote.
         diagnoses: the offline diagnosis of the run's event files.
@@ -79,7 +79,7 @@ def train_observed(
     """Trains `config` guarded, logged and diagnosed; writes the reports.
 
     Args:
-        config: a `tfguard.pipeline.TrainConfig`.
+        config: a `tfguard.reference.TrainConfig`.
         policy: the firewall policy. Defaults to `"skip"`.
         forward: the forward stage mode. Defaults to `"output"`.
         progress: receives one line per event. Defaults to `None`.
@@ -137,7 +137,7 @@ def _embeddings(data, wrapped: dict, samples: int = 500):
     """The projector's input: the penultimate layer's output for held-out samples.
 
     Args:
-        data: the loaded data (`tfguard.pipeline.data.LoadedData`) training uses.
+        data: the loaded data (`tfguard.reference.data.LoadedData`) training uses.
         wrapped: holds the model under `"model"` once training built it.
         samples: how many test examples. Defaults to `500`.
 
@@ -165,7 +165,7 @@ class DemoRun:
     """The demo: an observed run, its export and the parity check."""
 
     observed: ObservedRun
-    demo: object  # tfguard.pipeline.demo.DemoResult
+    demo: object  # tfguard.reference.demo.DemoResult
 
     def render(self, console) -> None:
 

@@ -136,7 +136,7 @@ def test_a_guard_step_loop_is_logged_and_its_violations_join_its_run(tmp_path, c
 
 
 def test_nothing_of_the_loop_recorder_stays_once_the_session_closes():
-    # a loop that is not attached costs nothing: no wrapper, no door, no op in its step
+    # a loop that is not attached costs nothing: no wrapper, no interceptor, no op in its step
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     optimizer, loss_fn = keras.optimizers.SGD(0.1), keras.losses.MeanSquaredError()
     plain_call, plain_update = keras.losses.Loss.__call__, keras.metrics.Mean.update_state

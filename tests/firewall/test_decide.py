@@ -60,7 +60,7 @@ def test_decide_gives_exact_values_for_each_policy(case, policy, jit_compile):
     else:  # one non-finite value makes every held tensor counted exactly
         assert counts[0].tolist() == [float(np.isnan(x).sum()), float(np.isposinf(x).sum()), 0.0, 2.0]
         assert counts[1].tolist() == [float(np.isnan(loss)), float(np.isposinf(loss)), 0.0, 1.0]
-    assert counts[2].tolist() == [-1.0, -1.0, -1.0, 2.0]  # judged at the door by its sum: not counted
+    assert counts[2].tolist() == [-1.0, -1.0, -1.0, 2.0]  # judged at the apply by its sum: not counted
     assert clean == (not any(failed))
 
 

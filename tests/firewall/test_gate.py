@@ -157,7 +157,7 @@ def test_a_non_finite_gradient_of_a_gated_update_is_named_without_being_kept_to_
     assert foreign.bitwise_equal(before, foreign.state_of(model, model.optimizer, metrics=False))
 
 
-def test_every_layer_checked_in_a_gated_step_is_judged_at_the_door_not_held_to_the_end():
+def test_every_layer_checked_in_a_gated_step_is_judged_at_its_apply_not_held_to_the_end():
     """`forward="layers"`: a layer output kept for its NaN count lived through the backward pass (ResNet50: ~100 MB)."""
     import tensorflow as tf
     keras.utils.set_random_seed(0)

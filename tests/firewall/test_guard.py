@@ -213,7 +213,7 @@ def _mixed_sequential():
 def test_a_mixed_precision_model_is_guarded_without_a_coverage_warning(build, data):
     # Its LossScaleOptimizer's inner update runs inside the loss scale's cond: it is part of the update the
     # guard sees, not one "inside the step's own control flow". A subclass built lazily has an optimizer
-    # that is not built when its step is first traced: the door builds it, as its own apply would, and
+    # that is not built when its step is first traced: the interception builds it, as its own apply would, and
     # sees that first update too (it warned "applied no optimizer update that the guard could see").
     x, y = data
     model = build()

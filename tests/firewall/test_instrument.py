@@ -18,7 +18,7 @@ from tests.summary.conftest import tiny_cnn  # noqa: E402
 from tfguard import tags  # noqa: E402
 from tfguard.firewall import instrument  # noqa: E402
 from tfguard.firewall.config import GuardConfig  # noqa: E402
-from tfguard.firewall.step import HISTOGRAMS, SCALARS  # noqa: E402
+from tfguard.signals.record import HISTOGRAMS, SCALARS  # noqa: E402
 
 BOTH = frozenset({SCALARS, HISTOGRAMS})
 
@@ -165,7 +165,7 @@ def test_a_large_model_that_is_listened_to_has_one_trace_and_records_on_its_step
 
 @pytest.mark.parametrize("shape", ["cnn", "deep mlp", "deep mlp, guarded"])
 def test_weight_norm_and_update_ratio_match_numpy(shape):
-    # The deep MLP's weights of one shape are taken from one stack before (copied at the door, or held
+    # The deep MLP's weights of one shape are taken from one stack before (copied at the apply, or held
     # by the guard's transaction) and one after; the CNN's each alone.
     x, y = _data(8)
     if shape == "cnn":
@@ -395,7 +395,7 @@ def test_a_record_is_immutable_and_holds_the_step_logs():
 
 def test_a_small_models_recording_trace_adds_to_its_step_a_few_ops_whatever_its_depth():
     # Its per-layer work lives in branches (one `If` each) that run only on recording steps. Lowered
-    # conds at the optimizer's door and values held across the update put a `Switch` per gradient and a
+    # conds at the optimizer's apply and values held across the update put a `Switch` per gradient and a
     # read per weight into every step: 60 ops more than the plain trace at 4 layers, 154 at 16.
     extra = {}
     for depth in (4, 16):
@@ -460,7 +460,7 @@ class WithIdleLayer(keras.Model):
 
 
 def test_a_weight_passed_without_a_gradient_still_reports_an_update_ratio_of_zero():
-    # Its ratio of 0 is the signal that a layer does not train; the weights copied at the door for
+    # Its ratio of 0 is the signal that a layer does not train; the weights copied at the apply for
     # update ratios (a step that does not restore) must include it, as a guard's held state does.
     keras.utils.set_random_seed(0)
     model = WithIdleLayer()

@@ -1,7 +1,7 @@
-"""The optimizer's door: a context records each update and hands it to its own `through_door`.
+"""The optimizer's apply: a context records each update and hands it to its own `intercept_apply`.
 
-The firewall's `FirewallContext` is one such context (`tfguard.firewall.door`);
-here the door is checked with contexts written in the test, so the hooks
+The firewall's `FirewallContext` is one such context (`tfguard.firewall.apply_interception`);
+here the interception is checked with contexts written in the test, so the hooks
 are shown to need nothing of the firewall's.
 """
 
@@ -32,14 +32,14 @@ def test_a_step_context_records_each_update_and_lets_it_through():
 
 
 class _Closed(context.StepContext):
-    """A context whose door records every update and applies none."""
+    """A context whose interception records every update and applies none."""
 
-    def through_door(self, optimizer, gradients, variables, scale, apply):
+    def intercept_apply(self, optimizer, gradients, variables, scale, apply):
         self.record_update(optimizer, gradients, variables, scale)
         self.refused = getattr(self, "refused", 0) + 1
 
 
-def test_a_context_that_overrides_its_door_decides_whether_an_update_is_applied():
+def test_a_context_that_overrides_intercept_apply_decides_whether_an_update_is_applied():
     model = _model()
     before = [w.copy() for w in model.get_weights()]
     step = _Closed(model)
@@ -50,8 +50,8 @@ def test_a_context_that_overrides_its_door_decides_whether_an_update_is_applied(
     assert int(model.optimizer.iterations.numpy()) == 0
 
 
-def test_variables_given_as_a_generator_reach_both_the_door_and_keras():
-    # The door lists the variables; a generator it used up would reach Keras's apply empty, and
+def test_variables_given_as_a_generator_reach_both_the_interception_and_keras():
+    # The interception lists the variables; a generator it used up would reach Keras's apply empty, and
     # nothing would be written while the iterations still moved.
     model = _model()  # SGD(0.5)
     kernel = model.trainable_variables[0].numpy()

@@ -27,7 +27,7 @@ def test_every_optimizer_inherits_apply_from_the_wrapped_class():
         "self", "grads", "trainable_variables"]
 
 
-def test_apply_gradients_reaches_apply_where_the_door_sees_it():
+def test_apply_gradients_reaches_apply_where_the_interception_sees_it():
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
     model.compile(optimizer="sgd", loss="mse")
     step = context.StepContext(model)

@@ -75,7 +75,7 @@ def _assignments(tree: ast.AST):
                 if isinstance(owner, ast.Name) and owner.id == "self":
                     continue  # an object setting its own (a frozen dataclass's __post_init__)
                 if isinstance(attribute, ast.Name) and attribute.id.lstrip("_").isupper():
-                    continue  # a module's constant: one of tfguard's own markers (MARK, INNER, ...)
+                    continue  # a module's constant: one of tfguard's own markers (INSTALLED_ATTRIBUTE, INNER, ...)
                 yield node.lineno, attribute.value if isinstance(attribute, ast.Constant) else "<computed>", False
 
 

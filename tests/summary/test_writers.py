@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from tests.summary.readback import event_files, read_run
 from tfguard.errors import SummaryWriteError, TfguardError
-from tfguard.firewall import buckets as histogram_buckets
+from tfguard.signals import buckets as histogram_buckets
 from tfguard.summary.writers import (
     RunWriter,
     SummaryWarning,

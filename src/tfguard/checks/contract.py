@@ -66,6 +66,18 @@ def leaves(role: str, value) -> list[tuple[str, tf.Tensor]]:
     ]
 
 
+
+def float_leaves(value) -> list[tf.Tensor]:
+    """The floating-point tensors in a nested value.
+
+    Example:
+
+    >>> import tensorflow as tf
+    >>> [t.dtype.name for t in float_leaves({"a": tf.zeros([1]), "b": tf.zeros([1], tf.int32)})]
+    ['float32']
+    """
+    return [t for t in tf.nest.flatten(value) if isinstance(t, tf.Tensor) and t.dtype.is_floating]
+
 class Contract:
     """What a batch must satisfy, checked as tensors.
 

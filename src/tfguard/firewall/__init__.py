@@ -5,7 +5,6 @@ from tfguard.firewall.guard import guard, guard_events, unguard
 from tfguard.firewall.instrument import Instrumentation, instrument, instrumentation_of, release
 from tfguard.firewall.loop import GuardedStep, guard_step
 from tfguard.firewall.policy import GuardEvent, GuardWarning
-from tfguard.firewall.record import StepRecord
 from tfguard.firewall.spikes import SpikeConfig
 
 __all__ = [
@@ -15,7 +14,6 @@ __all__ = [
     "GuardedStep",
     "Instrumentation",
     "SpikeConfig",
-    "StepRecord",
     "guard",
     "guard_events",
     "guard_step",

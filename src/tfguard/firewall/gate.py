@@ -7,7 +7,7 @@ read before an in-place write makes TensorFlow write to a new buffer. At
 the size of real models that doubles the memory of the weights and slots.
 
 So an update whose state (its variables and its optimizer's variables) is
-larger than `GuardConfig.hold_bytes` is not held. At the optimizer's door
+larger than `GuardConfig.hold_bytes` is not held. At the optimizer's apply
 (LossScaleOptimizer's pattern) the gate:
 
 1. computes what the update would write without writing it
@@ -43,10 +43,10 @@ import dataclasses
 
 import tensorflow as tf
 
-from tfguard.firewall import stats
 from tfguard.firewall.stages import Flag, Slot, counted_flag, variable_path
 from tfguard.hooks import dry_run, tf_compat
 from tfguard.hooks.transaction import is_float, tf_variable
+from tfguard.signals import stats
 
 _READS = frozenset({"ReadVariableOp", "VariableShape", "ResourceGather", "ResourceGatherNd", "Identity",
                     "VarIsInitializedOp"})
@@ -90,7 +90,7 @@ def _next_run(steps, waits) -> list | None:
 
 
 class Gate:
-    """Called by the optimizer's door for each update of one guarded step (trace time).
+    """Called by the apply interception for each update of one guarded step (trace time).
 
     Args:
         policy: the guard's policy.
@@ -142,7 +142,7 @@ class Gate:
     def __call__(self, update, gradients: list) -> tf.Tensor | None:
         """The flag `apply` runs under, or `None` to hold this update instead.
 
-        `gradients` are those the update is written with (the door's,
+        `gradients` are those the update is written with (the interception's,
         `update.gradients` with sparse ones zeroed on a rejected step).
         """
         if not self.eligible(update):

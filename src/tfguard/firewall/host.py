@@ -51,13 +51,14 @@ import tensorflow as tf
 from tfguard import tags
 from tfguard.distribute import keras_20585
 from tfguard.firewall.config import HOLD_BYTES
-from tfguard.firewall.contention import CpuWait
-from tfguard.firewall.histograms import HostHistograms
-from tfguard.firewall.probes import NO_RATIO
-from tfguard.firewall.record import StepRecord, freeze
-from tfguard.firewall.step import HISTOGRAMS, LOGS_KEY, OUTPUT_KEY, RECORDING, step_after
+from tfguard.firewall.step import LOGS_KEY, OUTPUT_KEY, step_after
 from tfguard.firewall.train_function import BATCH_TIMES, timed_train_function
-from tfguard.hooks import dry_run, keras_compat, marks
+from tfguard.hooks import dry_run, keras_compat
+from tfguard.hooks.installed import set_installed
+from tfguard.signals.contention import CpuWait
+from tfguard.signals.histograms import HostHistograms
+from tfguard.signals.probes import NO_RATIO
+from tfguard.signals.record import HISTOGRAMS, RECORDING, StepRecord, freeze
 
 
 class HostLoop:
@@ -156,7 +157,7 @@ class HostLoop:
                     raise StopIteration
                 return outputs
 
-        marks.mark(train_function)
+        set_installed(train_function)
         train_function.peek_batch = self.peek_batch
         return train_function
 

@@ -40,15 +40,16 @@ from tfguard import seam
 from tfguard.checks.contract import infer_contract
 from tfguard.distribute.keras_20585 import enable_multi_worker
 from tfguard.distribute.lost_worker import COMPLETED_STEP
-from tfguard.firewall import probes
 from tfguard.firewall.config import GuardConfig
 from tfguard.firewall.host import HostLoop
 from tfguard.firewall.policy import Counters, GuardEvent, GuardWarning, PolicyEnforcer
-from tfguard.firewall.record import Bus
 from tfguard.firewall.spikes import SpikeWindow
 from tfguard.firewall.step import make_step
-from tfguard.hooks import context, marks, taps
+from tfguard.hooks import context, taps
+from tfguard.hooks.installed import set_installed
 from tfguard.optimizer_state import optimizer_step
+from tfguard.signals import probes
+from tfguard.signals.record import Bus
 
 _INSTRUMENTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _PATCHED = ("train_step", "make_train_function", "reset_metrics", "fit", COMPLETED_STEP)  # seam.SITES
@@ -228,7 +229,7 @@ class Instrumentation(Counters):
             self._due = (False, False)
 
     def prepare(self) -> None:
-        """HostLoop-side set-up before a trace: the contract, the taps, the optimizer door."""
+        """HostLoop-side set-up before a trace: the contract, the taps, the optimizer's apply."""
         model = self.model
         context.install()
         self._ensure_flags()
@@ -327,7 +328,7 @@ def wrap_fit(model: keras.Model, inst):
         inst.begin_fit()
         return method(*bound.args, **bound.kwargs)
 
-    return marks.mark(fit)
+    return set_installed(fit)
 
 
 def instrument(model: keras.Model) -> Instrumentation:

@@ -46,15 +46,16 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tfguard.checks.contract import float_leaves
 from tfguard.firewall import stages
+from tfguard.firewall.apply_interception import FirewallContext, zero_sparse_unless
 from tfguard.firewall.config import DEFAULT_QUARANTINE, GuardConfig
-from tfguard.firewall.door import FirewallContext, zero_sparse_unless
 from tfguard.firewall.policy import Counters, GuardEvent, PolicyEnforcer
 from tfguard.firewall.spikes import TABLE, SpikeCheck, SpikeWindow, batch_rows
 from tfguard.firewall.stages import Flag
 from tfguard.firewall.step import Plan, decide, step_after
 from tfguard.hooks import keras_compat
-from tfguard.hooks.context import add_outside_door, current, remove_outside_door
+from tfguard.hooks.context import add_outside_interceptor, current, remove_outside_interceptor
 from tfguard.hooks.transaction import Transaction
 from tfguard.optimizer_state import model_step, step_counter
 
@@ -98,7 +99,7 @@ class GuardedStep(Counters):
         step_context.hand_written = True
         named = {}
         for index, value in enumerate(args):
-            for position, leaf in enumerate(stages.float_leaves(value)):
+            for position, leaf in enumerate(float_leaves(value)):
                 named[f"argument {index}" + (f"[{position}]" if position else "")] = leaf
         flags: list[Flag] = stages.finite_flags("data", named)
         with step_context.active():
@@ -106,7 +107,7 @@ class GuardedStep(Counters):
         if isinstance(outputs, dict) or step_context.losses:
             flags += stages.loss(step_context, outputs)
         else:  # the function returned its loss (or a few values): each float one must be finite
-            leaves = stages.float_leaves(outputs)
+            leaves = float_leaves(outputs)
             flags += stages.finite_flags("loss", {
                 "returned value" + (f" {i}" if len(leaves) > 1 else ""): t for i, t in enumerate(leaves)})
         flags += stages.gradients(step_context)
@@ -155,7 +156,7 @@ def _returned_loss(outputs) -> list:
     """The loss a hand-written step returned, for the spike stage: its `"loss"`, or its first float scalar."""
     if isinstance(outputs, dict):
         outputs = outputs.get("loss")
-    scalars = [t for t in stages.float_leaves(outputs) if t.shape.rank == 0]
+    scalars = [t for t in float_leaves(outputs) if t.shape.rank == 0]
     return scalars[:1]
 
 
@@ -224,11 +225,11 @@ def _counter(optimizer) -> tf.Variable:
     return counter
 
 
-class _OutsideDoor:
-    """The door of every optimizer update outside a guarded step (see `gate_optimizers`)."""
+class _OutsideInterceptor:
+    """The interceptor of every optimizer update outside a guarded step (see `gate_optimizers`)."""
 
-    def through_door(self, optimizer, grads, variables, scale, apply):
-        """The update, checked and rolled back by itself when it is bad (in a guarded step: that step's door does)."""
+    def intercept_apply(self, optimizer, grads, variables, scale, apply):
+        """The update, checked and rolled back by itself when it is bad (in a guarded step: that step's interception does)."""
         if current() is not None:  # a `guard_step`'s step: checked and rolled back as a whole
             return apply(grads)
         variables = list(variables) if variables is not None else keras_compat.optimizer_variables(optimizer)
@@ -249,17 +250,17 @@ class _OutsideDoor:
         return result
 
 
-_OUTSIDE_DOOR = _OutsideDoor()
+_OUTSIDE_DOOR = _OutsideInterceptor()
 
 
 def gate_optimizers() -> None:
     """Checks every Keras optimizer update made outside a guarded step, from now on."""
-    add_outside_door(_OUTSIDE_DOOR)
+    add_outside_interceptor(_OUTSIDE_DOOR)
 
 
 def ungate_optimizers() -> None:
     """Stops checking updates outside a guarded step."""
-    remove_outside_door(_OUTSIDE_DOOR)
+    remove_outside_interceptor(_OUTSIDE_DOOR)
 
 
 def reset_gate_counts() -> None:

@@ -24,7 +24,7 @@ Everything is a tensor and the statistics are `tf.Variable`s (a ring buffer
 per signal): no host sync per step, and it holds under `jit_compile=True`.
 Under a `tf.distribute` strategy the signals are summed over the replicas
 first (the loss Keras's `compute_loss` returns is scaled by the replicas:
-the sum is the global batch's loss; the gradients at the optimizer's door
+the sum is the global batch's loss; the gradients at the optimizer's apply
 are each replica's own: the norm is the root of their squares summed), so
 every replica takes the same decision and keeps the same window.
 
@@ -45,8 +45,8 @@ import numpy as np
 import tensorflow as tf
 
 from tfguard.errors import ContractError
-from tfguard.firewall import stats
 from tfguard.firewall.stages import Flag, Slot
+from tfguard.signals import stats
 
 STAGE = "spike"
 """The check stage of a spike (a `Slot`'s stage and check)."""
@@ -241,11 +241,11 @@ class SpikeCheck:
     """The spike stage of one trace of a guarded step: its signals' flags, and the window's update.
 
     `flags(context)` may be called several times in a step (at a gated
-    update's door, and at the step's end): the same updates and losses
+    update's apply, and at the step's end): the same updates and losses
     give the same `Flag` objects, so the gate's decision covers the step's
     when nothing came after it (`tfguard.firewall.gate.Gate.covers`). Each
     update's squared gradient norm is taken once, where the update is
-    first judged: at its door when it is gated (the gradients die with it).
+    first judged: at its apply when it is gated (the gradients die with it).
 
     A batch smaller than the largest an accepted step held (the last,
     partial batch of an epoch) has its allowed spread widened by

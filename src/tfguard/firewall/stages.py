@@ -26,11 +26,11 @@ import dataclasses
 
 import tensorflow as tf
 
-from tfguard.checks.contract import Contract
-from tfguard.firewall import stats
-from tfguard.firewall.buckets import groups_of
-from tfguard.hooks.branch import rare
+from tfguard.checks.contract import Contract, float_leaves
 from tfguard.hooks.context import StepContext
+from tfguard.hooks.functional_cond import keep_cond_functional
+from tfguard.signals import stats
+from tfguard.signals.buckets import groups_of
 
 MUST_REJECT = ("loss", "gradients", "update")
 UNCOUNTED = -1.0
@@ -70,11 +70,6 @@ class Flag:
     def finite(self) -> bool:
         """Whether this is a finiteness check (its NaN/Inf counts come back on failure)."""
         return self.tensor is not None or self.counts is not None
-
-
-def float_leaves(value) -> list[tf.Tensor]:
-    """The floating-point tensors in a nested value."""
-    return [t for t in tf.nest.flatten(value) if isinstance(t, tf.Tensor) and t.dtype.is_floating]
 
 
 def counted_flag(slot: Slot, tensor: tf.Tensor, reducer: stats.Reducer | None = None) -> Flag:
@@ -144,7 +139,7 @@ def finite_ok(tensors: list[tf.Tensor], counts: bool = False, reducer: stats.Red
         flags = tf.ones([n], tf.bool)
         return (flags, tf.zeros([n, 4])) if counts else flags
 
-    return rare(tf.cond(tf.logical_not(all_finite), exact, good))
+    return keep_cond_functional(tf.cond(tf.logical_not(all_finite), exact, good))
 
 
 COUNTED_AT_ONCE = 2**18
@@ -342,5 +337,5 @@ def variable_path(variable) -> str:
     return getattr(variable, "path", None) or variable.name
 
 
-__all__ = ["COUNTED_AT_ONCE", "MUST_REJECT", "UNCOUNTED", "Flag", "Slot", "counted_flag", "data", "finite_flags", "finite_ok", "float_leaves",
+__all__ = ["COUNTED_AT_ONCE", "MUST_REJECT", "UNCOUNTED", "Flag", "Slot", "counted_flag", "data", "finite_flags", "finite_ok",
            "forward", "gradients", "loss", "nonfinite_counts", "update", "variable_path"]

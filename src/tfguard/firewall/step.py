@@ -19,7 +19,7 @@ model's override: a GAN's, a VAE's) unchanged, inside:
 
 Everything is a tensor; nothing raises in the graph, so it holds under XLA.
 The recording trace (`kinds` not empty) also computes the signals
-(`tfguard.firewall.probes`), each kind in a branch that runs only when the
+(`tfguard.signals.probes`), each kind in a branch that runs only when the
 host's flag for it is set (`Instrumentation.set_due`). The host
 (`tfguard.firewall.host`) reads the flags and applies the policy.
 
@@ -42,23 +42,20 @@ import keras
 import tensorflow as tf
 
 from tfguard.checks.labels import Labels
-from tfguard.firewall import probes, spikes, stages, stats
+from tfguard.firewall import spikes, stages
+from tfguard.firewall.apply_interception import FirewallContext
 from tfguard.firewall.config import HOLD_BYTES
-from tfguard.firewall.door import FirewallContext
 from tfguard.firewall.gate import Gate
 from tfguard.firewall.stages import Flag, Slot
 from tfguard.hooks import keras_compat, taps
 from tfguard.hooks.context import ORIGINAL_STEP
 from tfguard.optimizer_state import step_counter
+from tfguard.signals import probes, stats
 
 OUTPUT_KEY = "_tfguard"
 LOGS_KEY = "_tfguard_logs"  # a step that returns something other than a dict
 # Counts of a data check that add up across replicas (min/max and shapes stay local).
 _SUMMED = ("bad", "total", "nan", "posinf", "neginf")
-SCALARS = "scalars"
-HISTOGRAMS = "histograms"
-RECORDING = frozenset({SCALARS, HISTOGRAMS})
-"""The key of the recording trace: it computes scalars, and histograms when the host says so."""
 
 
 @dataclasses.dataclass
@@ -248,7 +245,7 @@ def make_step(model: keras.Model, inst, original) -> callable:
         data_flags = list(flags)
         spike_check = (spikes.SpikeCheck(inst.spike_window, spikes.batch_rows(x))
                        if config is not None and inst.spike_window else None)
-        judged = {}  # layer outputs judged at a gated update's door: (slot, tensor id) -> Flag (no annotation: AutoGraph cannot convert an annotated nonlocal)
+        judged = {}  # layer outputs judged at a gated update's apply: (slot, tensor id) -> Flag (no annotation: AutoGraph cannot convert an annotated nonlocal)
 
         def collect(final: bool, logs=None, state: bool = True) -> list[Flag]:
             """The step's flags as of now: before a gated update (the gate), or at the end."""
@@ -328,13 +325,13 @@ def make_step(model: keras.Model, inst, original) -> callable:
 
 
 def _judged_now(flag: Flag, judged: dict, reducer: stats.Reducer) -> Flag:
-    """A layer output's flag taken at a gated update's door (`counted_flag`), once per tensor.
+    """A layer output's flag taken at a gated update's apply (`counted_flag`), once per tensor.
 
     At the step's end, a flag that still holds its tensor keeps it alive
     for its exact NaN/Inf count on failure: with every layer checked
     (`forward="layers"`), every layer's output lived through the backward
     pass and the dry run. A step that gates an update (a large model) judges
-    them by their sums at its door; a violation then names the layer, not
+    them by their sums at its apply; a violation then names the layer, not
     how many of its values.
     """
     if flag.tensor is None:
@@ -365,5 +362,5 @@ def _direct(model: keras.Model, records: list) -> list:
     return [(layer, out) for layer, out in records if id(layer) in direct]
 
 
-__all__ = ["HISTOGRAMS", "LOGS_KEY", "OUTPUT_KEY", "RECORDING", "SCALARS", "Plan", "decide", "make_step",
+__all__ = ["LOGS_KEY", "OUTPUT_KEY", "Plan", "decide", "make_step",
            "step_after"]

@@ -2,7 +2,7 @@
 
 The replay loads the batch and the weights in use, runs the model's own
 train step eagerly (Keras's or an override: a GAN's, a VAE's) with a tap on
-every (nested) layer and the optimizer's door recording the gradients, and
+every (nested) layer and the optimizer's apply intercepted to record the gradients, and
 reports:
 
 * the first layer (in completion order) whose output is non-finite;
@@ -243,7 +243,7 @@ def replay(path: str, model: keras.Model | None = None, custom_objects=None,
 
     The step (Keras's `train_step` or the model's override) runs eagerly on
     the batch with the weights in use, with a tap on every nested layer and
-    the optimizer's door recording the gradients; then every variable of
+    the optimizer's apply intercepted to record the gradients; then every variable of
     the model, its metrics and its optimizers is put back bitwise.
 
     Without `model`, the saved `model.keras` is loaded (`safe_mode=True`,

@@ -1,34 +1,34 @@
 """What a step sees while it is traced: the places where it changes state.
 
 tfguard wraps whatever step a model runs, so it cannot read the loss or
-the gradients off its own code. It watches the two doors every Keras step
-goes through instead:
+the gradients off its own code. It intercepts the two calls every Keras
+step makes instead:
 
 * **the optimizer's `apply`** (every `apply_gradients` ends there, in
   Keras's `train_step`, a GAN's two optimizers or a hand-written loop): each
   update's gradients and variables are recorded, and the update goes
-  through the active context's `through_door`;
+  through the active context's `intercept_apply`;
 * **the model's `compute_loss`** (Keras's `train_step` and most custom steps
   call it): the loss and the predictions are recorded.
 
 A `StepContext` records and lets the update run unchanged (the replay of a
 quarantined batch uses it so); a context of its own kind overrides
-`through_door` (the firewall's `FirewallContext` holds, gates and takes its
-door tables there). An update made outside any step goes through the
-outside doors (`add_outside_door`: a hand-written loop under `tfguard
+`intercept_apply` (the firewall's `FirewallContext` holds, gates and takes its
+gradient tables there). An update made outside any step goes through the
+outside interceptors (`add_outside_interceptor`: a hand-written loop under `tfguard
 run`), the one added last outermost: each hands the update on to the one
 added before it (`tfguard run` adds the firewall's gate, then the loop
 recorder, which sees each update before and after the gate wrote or
 rejected it). An update made in a hand-written loop's step
 (`StepContext.hand_written`: a step wrapped with `tfguard.guard_step`)
-goes through the outside doors too, around the step's own door.
+goes through the outside interceptors too, around the step's own interception.
 
 `keras.optimizers.Optimizer.apply` is wrapped once per process (on first use
-of a context or an outside door), by one wrapper; outside an active context
-and with no outside door it calls the original and adds no op. A
+of a context or an outside interceptor), by one wrapper; outside an active context
+and with no outside interceptor it calls the original and adds no op. A
 `LossScaleOptimizer`'s own `apply` is wrapped too, so its (scaled)
 gradients are seen where they are; the inner optimizer's apply, which runs
-inside the loss scale's `cond`, is part of the update the door saw, and
+inside the loss scale's `cond`, is part of the update intercepted, and
 passes straight through (it is no nested update of the step's own control
 flow).
 
@@ -81,11 +81,11 @@ class Update:
     gradients: list
     variables: list
     scale: object = None
-    # set by the firewall's door (`tfguard.firewall.door`):
+    # set by the firewall's apply interception (`tfguard.firewall.apply_interception`):
     state_bytes: int = 0  # of its variables and its optimizer's
-    small: bool = True  # its state is at most the step's `hold_bytes`: its door may hold the gradients
+    small: bool = True  # its state is at most the step's `hold_bytes`: its interception may hold the gradients
     written: frozenset = frozenset()  # tf variable ids a gated update writes (checked before writing)
-    gradient_flags: dict = dataclasses.field(default_factory=dict)  # id(gradient) -> its flag, taken at the door
+    gradient_flags: dict = dataclasses.field(default_factory=dict)  # id(gradient) -> its flag, taken at the apply
     _dense: list | None = dataclasses.field(default=None, repr=False)
 
     def dense_gradients(self) -> list:
@@ -128,7 +128,7 @@ class StepContext:
 
     hand_written = False
     """Whether this is a hand-written loop's step (`tfguard.guard_step`), not a model's `train_step`:
-    the outside doors see its updates too, and `in_loop_code()` holds inside it."""
+    the outside interceptors see its updates too, and `in_loop_code()` holds inside it."""
 
     @contextlib.contextmanager
     def active(self) -> Iterator[StepContext]:
@@ -151,7 +151,7 @@ class StepContext:
         return tf.compat.v1.get_default_graph() is self.graph
 
     def record_update(self, optimizer, gradients, variables, scale=None) -> Update | None:
-        """Records an update made in the step's own graph (its optimizer built at the door); `None` for a nested one."""
+        """Records an update made in the step's own graph (its optimizer built at the apply); `None` for a nested one."""
         if not self.in_step_graph():
             self.nested_updates += 1
             return None
@@ -160,11 +160,12 @@ class StepContext:
         self.updates.append(update)
         return update
 
-    def through_door(self, optimizer, gradients, variables, scale, apply: Callable[[list], object]):
-        """The optimizer's door: records the update, then runs `apply(gradients)` unchanged.
+    def intercept_apply(self, optimizer, gradients, variables, scale, apply: Callable[[list], object]):
+        """Intercepts one optimizer apply: records the update, then runs `apply(gradients)` unchanged.
 
-        A context of its own may override it to work at the door (the
-        firewall's is called by the firewall's own wrapper of `apply`).
+        A context of its own may override it to work on the update before it
+        is applied (the firewall's `FirewallContext` holds, gates and takes its
+        gradient tables there).
         """
         self.record_update(optimizer, gradients, variables, scale)
         return apply(gradients)
@@ -232,15 +233,15 @@ def unwatch_loss(model) -> None:
         seam.restore(model, "compute_loss", wrapped)
 
 
-# -- the optimizer's door ----------------------------------------------------------------
+# -- the interception of the optimizer's apply ------------------------------------------
 def apply_classes() -> tuple:
-    """The Keras classes whose `apply` has a door: `(class, scaled)` (a `LossScaleOptimizer`'s gradients carry its scale)."""
+    """The Keras classes whose `apply` is intercepted: `(class, scaled)` (a `LossScaleOptimizer`'s gradients carry its scale)."""
     return (keras_compat.OPTIMIZER_CLASS, False), (keras.optimizers.LossScaleOptimizer, True)
 
 
 @contextlib.contextmanager
 def applying() -> Iterator[None]:
-    """Marks an update that went through a door being written: an optimizer's `apply` inside it is part of it."""
+    """Marks an intercepted update being written: an optimizer's `apply` inside it is part of it."""
     _LOCAL.applying = True
     try:
         yield
@@ -249,13 +250,13 @@ def applying() -> Iterator[None]:
 
 
 def is_applying() -> bool:
-    """Whether an update that went through a door is being written now (in this thread)."""
+    """Whether an intercepted update is being written now (in this thread)."""
     return getattr(_LOCAL, "applying", False)
 
 
 @dataclasses.dataclass
 class ApplyCall:
-    """One call of an optimizer's `apply` at a door, its arguments listed once.
+    """One intercepted call of an optimizer's `apply`, its arguments listed once.
 
     Args:
         gradients: the gradients, a list.
@@ -273,9 +274,10 @@ class ApplyCall:
 def read_apply_call(optimizer, grads, trainable_variables, scaled: bool) -> ApplyCall:
     """Lists an `apply` call's arguments once, builds its optimizer as Keras would, reads its loss scale.
 
-    A generator of variables read by the door would reach Keras empty; an
-    unbuilt optimizer is built from the variables, so the door sees its
-    slots. The door writes the update itself, with these arguments.
+    A generator of variables read by the interception would reach Keras
+    empty; an unbuilt optimizer is built from the variables, so the
+    interception sees its slots. The interception writes the update itself,
+    with these arguments.
     """
     grads = list(grads)
     if trainable_variables is not None:
@@ -290,43 +292,43 @@ def read_apply_call(optimizer, grads, trainable_variables, scaled: bool) -> Appl
 
 
 _OUTSIDE: list = []
-"""Doors of the updates made outside any step (objects with `through_door`); the last one added is outermost."""
+"""Interceptors of the updates made outside any step (objects with `intercept_apply`); the last one added is outermost."""
 
 
-def add_outside_door(door) -> None:
-    """Sends every optimizer update made outside any step through `door.through_door` (as a context's).
+def add_outside_interceptor(interceptor) -> None:
+    """Sends every optimizer update made outside any step through `interceptor.intercept_apply` (as a context's).
 
-    The doors added before it see the update after it: `door.through_door`'s `apply` hands the
+    The interceptors added before it see the update after it: `interceptor.intercept_apply`'s `apply` hands the
     update on to them (the innermost writes it).
     """
     install()
-    if door not in _OUTSIDE:
-        _OUTSIDE.append(door)
+    if interceptor not in _OUTSIDE:
+        _OUTSIDE.append(interceptor)
 
 
-def remove_outside_door(door) -> None:
-    if door in _OUTSIDE:
-        _OUTSIDE.remove(door)
+def remove_outside_interceptor(interceptor) -> None:
+    if interceptor in _OUTSIDE:
+        _OUTSIDE.remove(interceptor)
 
 
-def _through_outside(doors: list, optimizer, variables, last: Callable[[list], object]) -> Callable[[list], object]:
-    """`apply(gradients)` that passes the update through `doors` (the last one outermost), then `last`."""
+def _through_outside(interceptors: list, optimizer, variables, last: Callable[[list], object]) -> Callable[[list], object]:
+    """`apply(gradients)` that passes the update through `interceptors` (the last one outermost), then `last`."""
     apply = last
-    for door in doors:
-        apply = functools.partial(_pass, door, optimizer, variables, apply)
+    for interceptor in interceptors:
+        apply = functools.partial(_pass, interceptor, optimizer, variables, apply)
     return apply
 
 
-def _pass(door, optimizer, variables, inner, gradients):
-    return door.through_door(optimizer, gradients, variables, None, inner)
+def _pass(interceptor, optimizer, variables, inner, gradients):
+    return interceptor.intercept_apply(optimizer, gradients, variables, None, inner)
 
 
 def _wrap_apply(original, scaled: bool):
     @functools.wraps(original)
     def apply(optimizer, grads, trainable_variables=None):
         step = current()
-        doors = list(_OUTSIDE) if step is None or step.hand_written else []
-        if (step is None and not doors) or is_applying():
+        interceptors = list(_OUTSIDE) if step is None or step.hand_written else []
+        if (step is None and not interceptors) or is_applying():
             return original(optimizer, grads, trainable_variables)
         incoming = read_apply_call(optimizer, grads, trainable_variables, scaled and step is not None)
 
@@ -341,15 +343,15 @@ def _wrap_apply(original, scaled: bool):
         if incoming.unbuilt:
             return through(incoming.gradients)
         if step is None:
-            return _through_outside(doors, optimizer, incoming.variables, through)(incoming.gradients)
+            return _through_outside(interceptors, optimizer, incoming.variables, through)(incoming.gradients)
 
         # A LossScaleOptimizer's inner update (its variables are the loss scale's) is part of it; another
-        # optimizer's apply inside one (a wrapper of the user's) is an update of its own, seen at the door.
+        # optimizer's apply inside one (a wrapper of the user's) is an update of its own, seen at the apply.
         def in_step(gradients):
-            return step.through_door(optimizer, gradients, incoming.variables, incoming.scale,
+            return step.intercept_apply(optimizer, gradients, incoming.variables, incoming.scale,
                                      through if scaled else write)
 
-        return _through_outside(doors, optimizer, incoming.variables, in_step)(incoming.gradients)
+        return _through_outside(interceptors, optimizer, incoming.variables, in_step)(incoming.gradients)
 
     setattr(apply, _MARK, original)
     return apply
@@ -370,12 +372,12 @@ def install() -> None:
 
 
 def uninstall() -> None:
-    """Puts the original `apply` methods back (for tests); the next context or outside door wraps them again."""
+    """Puts the original `apply` methods back (for tests); the next context or outside interceptor wraps them again."""
     for cls, wrapper in list(_INSTALLED.items()):
         seam.restore(cls, "apply", wrapper)
         _INSTALLED.pop(cls)
 
 
-__all__ = ["ORIGINAL_STEP", "ApplyCall", "LossSeen", "StepContext", "Update", "add_outside_door", "apply_classes",
-           "applying", "read_apply_call", "current", "in_loop_code", "install", "is_applying", "remove_outside_door", "uninstall",
+__all__ = ["ORIGINAL_STEP", "ApplyCall", "LossSeen", "StepContext", "Update", "add_outside_interceptor", "apply_classes",
+           "applying", "read_apply_call", "current", "in_loop_code", "install", "is_applying", "remove_outside_interceptor", "uninstall",
            "unwatch_loss", "watch_loss"]

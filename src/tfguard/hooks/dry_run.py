@@ -201,7 +201,7 @@ def weight_table_across(members: list, befores: list, record_flag) -> tf.Tensor:
 
     Call it once the update's `apply` is in the graph: the values after are
     read here, so each waits for its own variable's write. `befores` were
-    read at the update's door (`tfguard.firewall.door`), before the apply. The table
+    read at the update's apply (`tfguard.firewall.apply_interception`), before the apply. The table
     is a lowered `tf.cond` (one `Switch` per value, not one `If` holding
     them all): each variable's value before dies as soon as its row is
     taken, so the write copies one variable at a time at most, on

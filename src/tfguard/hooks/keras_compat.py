@@ -44,7 +44,7 @@ this module, `tf_compat` (TensorFlow's) and the keras#20585 workaround:
   `Optimizer._clip_gradients`), for `tfguard.hooks.dry_run`;
 * `OPTIMIZER_CLASS`: the class whose `apply` every Keras optimizer of the
   TensorFlow backend inherits (the public `keras.optimizers.Optimizer`);
-  the optimizer door wraps that one method (`tfguard.hooks.context`).
+  the interception of the optimizer's apply wraps that one method (`tfguard.hooks.context`).
 
 The workaround for keras-team/keras#20585 (fit under
 MultiWorkerMirroredStrategy) lives apart, in `tfguard.distribute.keras_20585`,

@@ -36,7 +36,7 @@ import keras
 import tensorflow as tf
 
 from tfguard.hooks import tf_compat
-from tfguard.hooks.branch import rare
+from tfguard.hooks.functional_cond import keep_cond_functional
 from tfguard.hooks.stacks import stack_groups, take_rows
 
 
@@ -185,7 +185,7 @@ class Transaction:
                     h.tf_variable.assign(h.before)
                 return tf.constant(True)
 
-            rare(tf.cond(reject, restore_local, lambda: tf.constant(False)))
+            keep_cond_functional(tf.cond(reject, restore_local, lambda: tf.constant(False)))
         if not shared:
             return
         variables = [h.tf_variable for h in shared]
@@ -203,7 +203,7 @@ class Transaction:
                     distribution.extended.update(variable, _assign, args=(value,), group=False)
                 return tf.constant(True)
 
-            rare(tf.cond(reject, restore, lambda: tf.constant(False)))
+            keep_cond_functional(tf.cond(reject, restore, lambda: tf.constant(False)))
 
         if not strategy_wide:
             restore_shared(tf.distribute.get_strategy(), reject, None)

@@ -7,7 +7,7 @@ write of the step copy its variable first, on every step: on a 200-layer
 MLP that was most of the extra time of a step that records nothing.
 
 So a step that does not restore (listeners, no guard) takes a copy at the
-optimizer's door inside one functional `If` on the record flag: on a
+optimizer's apply inside one functional `If` on the record flag: on a
 recording step, the small weights of one shape as one float32 stack
 (`hooks.stacks`), the others flattened into one float32 vector (the reads
 die inside the branch, before the write); on the others, empty tensors,
@@ -32,7 +32,7 @@ import dataclasses
 
 import tensorflow as tf
 
-from tfguard.hooks.branch import rare
+from tfguard.hooks.functional_cond import keep_cond_functional
 from tfguard.hooks.stacks import stack_groups, take_rows
 from tfguard.hooks.transaction import tf_variable
 
@@ -124,7 +124,7 @@ def copy_before(variables, record_flag) -> Copied:
 
     if not known:
         return Copied(tf.zeros([0]), {})
-    made = rare(tf.cond(tf.convert_to_tensor(record_flag), copy, nothing))
+    made = keep_cond_functional(tf.cond(tf.convert_to_tensor(record_flag), copy, nothing))
     return Copied(made[0], places, tuple(made[1:]), rows)
 
 

@@ -27,8 +27,8 @@ import numpy as np
 from tensorboard.compat.proto import summary_pb2, tensor_pb2, tensor_shape_pb2, types_pb2
 
 from tfguard import tags
-from tfguard.firewall import histograms
 from tfguard.hooks.transaction import is_float
+from tfguard.signals import histograms
 from tfguard.summary.embeddings import embedding_tables
 from tfguard.summary.projector import MAX_POINTS, write_projector
 from tfguard.summary.writers import histogram_value
@@ -55,7 +55,7 @@ def weight_image(weight: np.ndarray) -> np.ndarray | None:
 def weight_values(model: keras.Model, images: bool = False) -> tuple[list, list]:
     """Histograms of every weight as summary values, and `(tag, images)` of each weight's picture.
 
-    The buckets are the firewall's own (`tfguard.firewall.histograms.histograms_of`,
+    The buckets are the firewall's own (`tfguard.signals.histograms.histograms_of`,
     all weights in one pass), so an epoch-end histogram reads like a
     step-level one.
     """

@@ -44,7 +44,7 @@ from collections.abc import Callable
 import tensorflow as tf
 
 from tfguard import seam
-from tfguard.hooks import marks
+from tfguard.hooks.installed import is_installed, set_installed
 
 _OPEN: weakref.WeakSet = weakref.WeakSet()
 _ATEXIT_REGISTERED = False
@@ -193,7 +193,7 @@ def wrap_train_function(model, on_error: Callable[[BaseException], None], peek=N
             on_error(error)
             raise
 
-    marks.mark(train_function, marks.marked(inner))
+    set_installed(train_function, is_installed(inner))
     if peek_batch is not None:
         train_function.peek_batch = peek_batch
     setattr(train_function, INNER, inner)

@@ -1,7 +1,7 @@
 """`LoopLog`: the event file of a hand-written loop's run, written as a `Logger` writes a fit's.
 
 A loop that never calls `fit` has no callback to hang a `Logger` on;
-`tfguard run` records it at the optimizer's door instead
+`tfguard run` records it at the optimizer's apply instead
 (`tfguard.attach.loops`) and hands this writer what to write, step by
 step. The tags are the Logger's (`tfguard.tags`): `batch/<metric>`,
 `grad_norm/<layer>`, `update_ratio/<layer>`, `data/input_*`,

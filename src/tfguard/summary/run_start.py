@@ -30,7 +30,7 @@ import os
 from tfguard import tags
 from tfguard.distribute.multiworker import is_chief
 from tfguard.findings import strict_json
-from tfguard.hooks import marks
+from tfguard.hooks.installed import is_installed
 from tfguard.summary import hparams as hparams_module
 from tfguard.summary import lifecycle, runinfo
 from tfguard.summary.first_batch import peek_first_batch
@@ -72,7 +72,7 @@ class RunStart:
             check_embedding_source(model, self.embeddings[0])
         # Auto mode peeks only through the instrumented step (a host loop already);
         # Keras's own train function would trace its Python-iterator path once more.
-        pulls_on_host = marks.marked(model.train_function)
+        pulls_on_host = is_installed(model.train_function)
         want_images = not self._images_written and (
             (self.images is None and pulls_on_host) or (isinstance(self.images, int) and self.images > 0)
         )

@@ -31,7 +31,7 @@ from collections.abc import Callable
 import numpy as np
 import tensorflow as tf
 
-from tfguard.hooks.branch import rare
+from tfguard.hooks.functional_cond import keep_cond_functional
 
 
 def due_at(step, dense: int, every: int):
@@ -62,7 +62,7 @@ def emit(due, step, moved, compute: Callable[[], tuple[list, tf.Tensor]],
         with tf.control_dependencies([done]):
             return tf.constant(True)
 
-    rare(tf.cond(tf.convert_to_tensor(due), record, lambda: tf.constant(False)))
+    keep_cond_functional(tf.cond(tf.convert_to_tensor(due), record, lambda: tf.constant(False)))
 
 
 __all__ = ["due_at", "emit"]

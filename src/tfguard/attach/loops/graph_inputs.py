@@ -38,7 +38,7 @@ import tensorflow as tf
 from tfguard.hooks import tf_compat
 
 ACTIVATIONS = {"Relu": "relu", "Relu6": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh"}
-"""Operation type -> the kind `tfguard.firewall.stats` measures (dead units; saturation)."""
+"""Operation type -> the kind `tfguard.signals.stats` measures (dead units; saturation)."""
 DEPTH = 4
 """Operations walked back from an activation to the variable that names its layer."""
 _READS = ("ReadVariableOp", "ResourceGather")

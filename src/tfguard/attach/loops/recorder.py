@@ -4,8 +4,8 @@ A loop that never calls `fit` (a `GradientTape` loop, eager or in a
 `tf.function`, `train_on_batch`, a step wrapped with `tfguard.guard_step`)
 shows itself at two places, and the recorder watches both while open:
 
-* the optimizer's update: the recorder is an outside door
-  (`hooks.context.add_outside_door`), added after the firewall's gate, so
+* the optimizer's update: the recorder is an outside interceptor
+  (`hooks.context.add_outside_interceptor`), added after the firewall's gate, so
   it sees each update before and after the gate wrote or rejected it. It
   places the update in its run (`runs.LoopRuns`: one per model or
   optimizer set) and records it on the run's recording steps
@@ -57,7 +57,7 @@ from tfguard.attach.loops.update import record_metric, record_update
 from tfguard.attach.loops.windows import Observation, Windows
 from tfguard.firewall import loop as firewall_loop
 from tfguard.hooks import keras_compat, taps, tf_compat
-from tfguard.hooks.context import add_outside_door, remove_outside_door
+from tfguard.hooks.context import add_outside_interceptor, remove_outside_interceptor
 from tfguard.lint import describe_model, resolve_loss
 from tfguard.lint.describe import describe_optimizer
 
@@ -103,8 +103,8 @@ class LoopRecorder:
         stack = contextlib.ExitStack()
         self._calls.install()
         stack.callback(self._calls.remove)
-        add_outside_door(self)
-        stack.callback(remove_outside_door, self)
+        add_outside_interceptor(self)
+        stack.callback(remove_outside_interceptor, self)
         stack.enter_context(taps.recording(self.tape))
         self._stack = stack
         self.open = True
@@ -177,9 +177,9 @@ class LoopRecorder:
         else:
             window.add(Observation("metric", metric))
 
-    # -- the optimizer's update (an outside door) ------------------------------------
-    def through_door(self, optimizer, gradients, variables, scale, apply):
-        del scale  # outside a step the door is handed none; a LossScaleOptimizer's is read where it records
+    # -- the optimizer's update (an outside interceptor) ------------------------------------
+    def intercept_apply(self, optimizer, gradients, variables, scale, apply):
+        del scale  # outside a step the interception is handed none; a LossScaleOptimizer's is read where it records
         if not self.open:
             return apply(gradients)
         window = self.windows.current()

@@ -1,6 +1,6 @@
 """`LoopRun`: one hand-written loop's run on the host: its values by step, its log, its diagnosis.
 
-The optimizer's door hands a run what a recording update measured
+The interception of the optimizer's apply hands a run what a recording update measured
 (`receive`: the step, whether the update moved the weights, and values by
 key); the run gathers a step's values from its updates (a GAN's two),
 and, once a later step arrives, writes them (`tfguard.summary.LoopLog`)

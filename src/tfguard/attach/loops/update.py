@@ -1,4 +1,4 @@
-"""One update of a hand-written loop, recorded at the optimizer's door on the steps that record.
+"""One update of a hand-written loop, recorded at the optimizer's apply on the steps that record.
 
 At an update the loop recorder (`tfguard.attach.loops.recorder`) knows the
 run it belongs to and the window of what the loop computed before it.
@@ -7,9 +7,9 @@ run it belongs to and the window of what the loop computed before it.
 1. reads the run's step (its first optimizer's `iterations`) and decides
    whether the step records (`emit.due_at`: the Logger's schedule);
 2. lets the update through a `FirewallContext` that does not guard
-   (`tfguard.firewall.door`): on recording steps it takes the gradients'
-   norms at the door and the weights before the write, as a fit's
-   recording step does, and the update goes on to the doors inside it
+   (`tfguard.firewall.apply_interception`): on recording steps it takes the gradients'
+   norms at the apply and the weights before the write, as a fit's
+   recording step does, and the update goes on to the interceptors inside it
    (the firewall's gate) and is written;
 3. after the write, reads whether the update moved its optimizer's step
    (a rejected one did not), and on a recording step, or a rejected one,
@@ -52,12 +52,12 @@ from tfguard.attach.loops.emit import due_at, emit
 from tfguard.attach.loops.graph_inputs import activation_outputs, batch_arguments, operation_count
 from tfguard.attach.loops.run import LossKey
 from tfguard.attach.loops.windows import Observation
-from tfguard.firewall import probes, stats
+from tfguard.checks.contract import float_leaves
+from tfguard.firewall.apply_interception import FirewallContext
 from tfguard.firewall.config import HOLD_BYTES
-from tfguard.firewall.door import FirewallContext
-from tfguard.firewall.probes import Group
-from tfguard.firewall.stages import float_leaves
 from tfguard.optimizer_state import step_counter
+from tfguard.signals import probes, stats
+from tfguard.signals.probes import Group
 
 
 def _read(counter, eager: bool):
@@ -167,7 +167,7 @@ def record_update(run, window, optimizer, gradients, variables, apply, observati
     context = FirewallContext(None, record_flag=due if not eager else tf.constant(due), weights=True,
                               hold_bytes=HOLD_BYTES)
     context.graph = window.graph
-    result = context.through_door(optimizer, gradients, variables, _scale(optimizer), apply)
+    result = context.intercept_apply(optimizer, gradients, variables, _scale(optimizer), apply)
     step, own_after = _read(counter, eager), _read(own, eager)
     moved = own_after > own_before
     records = (due or not moved) if eager else tf.logical_or(due, tf.logical_not(moved))

@@ -1,6 +1,6 @@
 """What a hand-written loop did since its last optimizer update: one `Window` per traced function, one eagerly.
 
-The optimizer's door is where a loop's step shows itself, but the loop
+The optimizer's apply is where a loop's step shows itself, but the loop
 computed its loss (and often its metrics) before it: the observations of
 `Loss` calls and `Metric` updates wait in the window until the next update
 takes them (`Window.take`). A traced function (`tf.function`) is one step
