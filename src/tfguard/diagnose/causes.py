@@ -84,6 +84,11 @@ _INVARIANT_CLAUSES = {
     "training_mode_leak": "inference runs in training mode",
     "collapsed_output": "the output is the same for every input",
 }
+#: What initializers far too narrow for their depth produce (`rules.initialization.narrow_initialization`):
+#: a signal that shrinks layer after layer, so gradients that vanish, ReLUs that stay at 0, an output
+#: that does not depend on the input, no learning (not a NaN, an oscillation or a slow descent)
+_NARROW_INIT_EXPLAINS = {"vanishing_gradient", "dead_relu", "collapsed_output", "no_learning",
+                         "untrained_variable"}
 _LOW_RATE_EXPLAINS = {"no_learning", "slow_convergence", "vanishing_gradient"}
 #: `pipeline_order` from `validation_split` over class-sorted labels (tfguard.lint.validation_split)
 HELD_OUT_CLASSES = "validation_classes_held_out"
@@ -102,7 +107,8 @@ SYMPTOM_EXPLAINS = {
 
 
 def kind(finding: Finding) -> str:
-    """The finding's place in the cause order: its id, or `"initialization"` for a too-wide initializer."""
+    """The finding's place in the cause order: its id, or `"initialization"` for an initializer far too
+    wide or far too narrow."""
     if finding.evidence.get("code") == "initialization":
         return "initialization"
     return finding.id
@@ -129,6 +135,11 @@ def because(cause: Finding) -> str:
         return "labels are out of range"
     if cause.id == "loss_activation_mismatch":
         return "the loss does not fit the output activation"
+    if kind(cause) == "initialization" and e.get("direction") == "narrow":
+        where = f" from '{cause.where}' on" if cause.where else ""
+        return (f"the kernel initializers{where} ({e.get('initializer', 'their kernel initializer')}) "
+                f"shrink the signal to {fmt(e['signal_factor'])}" if "signal_factor" in e else
+                f"the kernel initializers{where} are far too narrow")
     if kind(cause) == "initialization":
         where = f" of '{cause.where}'" if cause.where else ""
         return f"the initializer{where} ({e.get('initializer', 'its kernel initializer')}) is far too wide"
@@ -156,6 +167,8 @@ def because(cause: Finding) -> str:
 
 
 def _explains(cause: Finding, symptom: Finding) -> bool:
+    if kind(cause) == "initialization" and cause.evidence.get("direction") == "narrow":
+        return symptom is not cause and symptom.id in _NARROW_INIT_EXPLAINS
     if kind(cause) == "initialization":
         return symptom is not cause and (
             symptom.id in EXPLAINS["initialization"]
