@@ -132,13 +132,13 @@ def _finding(symptom: str, severity: str, step: int) -> Finding:
 
 
 # -- dead layers explain vanishing gradients only when they died first -------------------------
-def _norms_and_deaths(died_at: int) -> Signals:
+def _norms_and_deaths(died_at: int, layer: str = "dense_1") -> Signals:
     steps = np.arange(1, 41)
     dead = np.where(steps >= died_at, 1.0, 0.3)
     return Signals.from_arrays(
         {"grad_norm/dense": (steps, np.full(40, 1e-6)), "grad_norm/dense_1": (steps, np.full(40, 1e-4)),
          "grad_norm/out": (steps, np.full(40, 0.1)),
-         "activation/dead_fraction/dense_1": (steps, dead)},
+         f"activation/dead_fraction/{layer}": (steps, dead)},
         model={"layers": [{"name": "dense"}, {"name": "dense_1"}, {"name": "out"}]})
 
 
@@ -147,3 +147,6 @@ def test_a_layer_that_died_after_the_gradients_vanished_does_not_explain_them():
     assert late.severity == "warning" and "Explained by" not in late.message
     (early,) = vanishing_gradient(_norms_and_deaths(died_at=1), TH)
     assert early.severity == "info" and "dead from step 1" in early.message
+    # a dead first layer blocks its own weights' gradient (d4ml-038: Adam at 100 kills it at step 5)
+    (own,) = vanishing_gradient(_norms_and_deaths(died_at=1, layer="dense"), TH)
+    assert own.severity == "info" and "'dense', dead from step 1" in own.message

@@ -189,12 +189,12 @@ def _growth(signals: Signals, thresholds: Thresholds) -> list[Finding]:
 
 def _dead_layer(signals: Signals, thresholds: Thresholds, onset_step: int | None,
                 first: str) -> tuple[str, int] | None:
-    """`(layer, step it died)` of a layer above `first` dead as a whole no later than the gradients
-    vanished (`onset_step`), else `None`."""
+    """`(layer, step it died)` of `first` or a layer above it dead as a whole no later than the
+    gradients vanished (`onset_step`), else `None`."""
     order = signals.layer_order()
     for name, s in signals.per_layer("dead_fraction").items():
-        if name == first or (name in order and first in order and order.index(name) < order.index(first)):
-            continue  # a dead layer blocks the gradient of the layers below it, not its own
+        if name in order and first in order and order.index(name) < order.index(first):
+            continue  # a dead layer blocks the gradient of its own weights and the layers below it
         mask = np.isfinite(s.values) & (s.values >= thresholds.dead_error_fraction)
         start = first_persistent(mask, thresholds.persistence)
         if start is None:
