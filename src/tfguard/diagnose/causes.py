@@ -89,6 +89,10 @@ _INVARIANT_CLAUSES = {
 #: that does not depend on the input, no learning (not a NaN, an oscillation or a slow descent)
 _NARROW_INIT_EXPLAINS = {"vanishing_gradient", "dead_relu", "collapsed_output", "no_learning",
                          "untrained_variable"}
+#: `unnormalized_input` from a few input values tens of times the input's scale (`tfguard.lint.outliers`):
+#: what rows far out produce (an overflow, a loss that jumps or stalls), not a run that learns slowly
+EXTREME_OUTLIERS = "extreme_outliers"
+_OUTLIER_EXPLAINS = {"nonfinite", "exploding_gradient", "oscillating_loss", "no_learning"}
 _LOW_RATE_EXPLAINS = {"no_learning", "slow_convergence", "vanishing_gradient"}
 #: `pipeline_order` from `validation_split` over class-sorted labels (tfguard.lint.validation_split)
 HELD_OUT_CLASSES = "validation_classes_held_out"
@@ -117,6 +121,9 @@ def kind(finding: Finding) -> str:
 def because(cause: Finding) -> str:
     """The cause as a short clause: "inputs reach 255", "SGD's learning rate is 0.05", ..."""
     e = cause.evidence
+    if cause.id == "unnormalized_input" and e.get("code") == EXTREME_OUTLIERS:
+        return (f"feature {e['feature']} of the input reaches {fmt(e['peak'])}, {fmt(e['ratio_to_rms'])}x "
+                "the input's scale" if "peak" in e and "ratio_to_rms" in e else "a few inputs are extreme")
     if cause.id == "unnormalized_input":
         if "max" in e:
             return f"inputs reach {fmt(e['max'])}"
@@ -179,6 +186,8 @@ def _explains(cause: Finding, symptom: Finding) -> bool:
     if (cause.id == "loss_activation_mismatch" and cause.severity == "error"
             and symptom.id == "learning_rate" and symptom.evidence.get("direction") == "low"):
         return True  # an output that cannot learn (a softmax over 1 unit) gets no updates to make
+    if cause.id == "unnormalized_input" and cause.evidence.get("code") == EXTREME_OUTLIERS:
+        return symptom.id in _OUTLIER_EXPLAINS
     if cause.id == "learning_rate" and cause.evidence.get("direction") == "low":
         return symptom.id in _LOW_RATE_EXPLAINS
     if cause.id == "pipeline_order" and cause.evidence.get("code") == HELD_OUT_CLASSES:
