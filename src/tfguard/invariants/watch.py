@@ -206,7 +206,7 @@ class InvariantWatch:
                 self._emit(record)
             elif record is not None and epoch == min(self._epochs_done):
                 self._emit(record)  # the first clean check says the check ran
-        if not self._domain_done and self.batch is not None:
+        if not self._domain_done and self.batch is not None and self.read is not None:
             record = self._guarded(loss_domain.domain_read, model, *self.batch)
             if record is not None and record["ok"] is False:
                 self._domain_done = True
