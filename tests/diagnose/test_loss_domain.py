@@ -95,7 +95,7 @@ def test_cosine_similarity_is_negative_by_design_and_stays_quiet(tmp_path):
     alarms, records = _run(program, tmp_path)
     assert "loss_activation_mismatch" not in [f.id for f in alarms], [(f.id, f.message) for f in alarms]
     assert records and records[0]["ok"] is True and records[0]["evidence"]["loss"] < 0
-    assert records[0]["evidence"]["best_in_range"] == pytest.approx(-1.0, abs=1e-3)  # at the labels
+    assert records[0]["evidence"]["loss_at_labels"] == pytest.approx(-1.0, abs=1e-3)  # its minimum
 
 
 # -- the check itself, on fitted models (no tfguard run) ------------------------------------------

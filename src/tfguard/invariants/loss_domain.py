@@ -36,6 +36,11 @@ another shape, or a minimum among the constant probes; labels that do
 not span a range (all the same) and non-finite predictions or losses
 decide nothing (`evidence.undecided`).
 
+The check runs at each epoch end until it fails, so it stops as soon as the
+answer is known: predictions all inside the range cost one inference pass,
+a loss no lower than at the labels (any loss minimized at its label) two
+loss evaluations more.
+
 Only for models that run Keras's own `train_step` (its loss is the one
 trained) and one output whose labels have its shape.
 
@@ -68,6 +73,9 @@ FURTHER = (10.0, 100.0)
 see whether the loss levels off (a loss on logits or margins) or keeps falling (one written for
 values inside the range)."""
 
+LABELS = "the labels themselves"
+"""The first probe: a perfect prediction, the least any loss minimized at its label scores."""
+
 CONSTANTS = 9
 """Constant predictions tried across the labels' range, ends included."""
 
@@ -80,7 +88,7 @@ def _loss(model, x, y, y_pred, sample_weight) -> float:
 
 def _probes(y: np.ndarray, y_pred: np.ndarray, low: float, high: float) -> dict[str, np.ndarray]:
     """Predictions inside `[low, high]`, by name: the labels, the model's clipped, constants."""
-    found = {"the labels themselves": y.astype(y_pred.dtype).reshape(y_pred.shape),
+    found = {LABELS: y.astype(y_pred.dtype).reshape(y_pred.shape),
              f"the model's predictions clipped into [{low:.3g}, {high:.3g}]": np.clip(y_pred, low, high)}
     for value in np.linspace(low, high, CONSTANTS):
         found[f"a constant {value:.3g}"] = np.full(y_pred.shape, value, y_pred.dtype)
@@ -125,21 +133,30 @@ def domain_read(model: keras.Model, x, y, sample_weight=None) -> dict:
         low, high = float(y.min()), float(y.max())
         if high <= low:
             return evidence.undecided(record, "the batch's labels are all the same: they span no range")
+        outside = float(np.mean((y_pred < low) | (y_pred > high)))
+        record["evidence"].update(label_min=low, label_max=high, outside_fraction=outside,
+                                  prediction_min=float(y_pred.min()), prediction_max=float(y_pred.max()))
+        if outside == 0:
+            return record  # predictions inside the range score what the loss gives them there
         at_model = _loss(model, x, y, y_pred, sample_weight)
-        probes = {name: _loss(model, x, y, p, sample_weight)
-                  for name, p in _probes(y, y_pred, low, high).items()}
+        probe = _probes(y, y_pred, low, high)
+        at_labels = _loss(model, x, y, probe.pop(LABELS), sample_weight)
+        record["evidence"].update(loss=at_model, loss_at_labels=at_labels)
+        if not np.isfinite(at_model):
+            return evidence.undecided(record, "the loss is not finite at the model's predictions")
+        if np.isfinite(at_labels) and at_model >= at_labels:
+            return record  # no lower than a perfect prediction: nothing in range scores less
+        probes = {LABELS: at_labels, **{name: _loss(model, x, y, p, sample_weight)
+                                        for name, p in probe.items()}}
         middle = _loss(model, x, y, np.full(y_pred.shape, (low + high) / 2, y_pred.dtype), sample_weight)
     finite = {name: value for name, value in probes.items() if np.isfinite(value)}
-    if not (np.isfinite(at_model) and np.isfinite(middle) and finite):
+    if not (np.isfinite(middle) and finite):
         return evidence.undecided(record, "the loss is not finite on the batch")
     best_name = min(finite, key=finite.get)
     best = finite[best_name]
-    outside = float(np.mean((y_pred < low) | (y_pred > high)))
-    record["evidence"].update(loss=at_model, best_in_range=best, best_probe=best_name,
-                              label_min=low, label_max=high, outside_fraction=outside,
-                              prediction_min=float(y_pred.min()), prediction_max=float(y_pred.max()))
+    record["evidence"].update(best_in_range=best, best_probe=best_name)
     scale = abs(middle - best)
-    if scale <= 0 or outside == 0 or at_model >= best - MARGIN * scale:
+    if scale <= 0 or at_model >= best - MARGIN * scale:
         return record
     # a loss on scores (logits, a hinge's margins) is also lowest outside the labels' range, but
     # it levels off there; one written for values inside the range keeps falling without bound
@@ -157,4 +174,4 @@ def domain_read(model: keras.Model, x, y, sample_weight=None) -> dict:
     return record
 
 
-__all__ = ["CONSTANTS", "FURTHER", "MARGIN", "domain_read"]
+__all__ = ["CONSTANTS", "FURTHER", "LABELS", "MARGIN", "domain_read"]
