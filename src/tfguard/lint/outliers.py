@@ -48,6 +48,9 @@ MIN_ROWS = 100
 MAX_VALUES = 50_000_000
 """Most values read (the first rows of a larger input)."""
 
+CHUNK_VALUES = 4_000_000
+"""Values converted to float64 at a time."""
+
 LISTED = 5
 """Rows and features named in a message; the evidence counts them all."""
 
@@ -64,6 +67,20 @@ def _matrix(x) -> np.ndarray | None:
     return a.reshape(len(a), -1)
 
 
+def _scale(a: np.ndarray) -> tuple[float, np.ndarray]:
+    """`(root mean square of the finite values, each feature's largest finite |value|)`, read a
+    block of rows at a time (a float64 copy of the whole input would double its memory)."""
+    total, count, peak = 0.0, 0, np.zeros(a.shape[1])
+    rows = max(1, CHUNK_VALUES // a.shape[1])
+    for start in range(0, len(a), rows):
+        block = np.abs(a[start:start + rows].astype(np.float64))
+        block[~np.isfinite(block)] = 0.0  # a NaN or Inf is another check's finding (nonfinite)
+        total += float(np.sum(np.square(block)))
+        count += block.size
+        peak = np.maximum(peak, block.max(axis=0))
+    return (total / max(count, 1)) ** 0.5, peak
+
+
 def lint_outliers(x) -> list[Finding]:
     """The finding for features of `x` with values beyond `MAX_RATIO` times the input's scale.
 
@@ -78,9 +95,7 @@ def lint_outliers(x) -> list[Finding]:
     if a is None:
         return []
     a = a[: max(MIN_ROWS, MAX_VALUES // a.shape[1])]
-    with np.errstate(all="ignore"):
-        rms = float(np.sqrt(np.nanmean(np.square(a, dtype=np.float64))))
-        peak = np.nan_to_num(np.nanmax(np.abs(a), axis=0), nan=0.0, posinf=0.0)
+    rms, peak = _scale(a)
     if not rms > 0 or not np.isfinite(rms):
         return []
     features = np.flatnonzero(peak > MAX_RATIO * rms)
@@ -118,4 +133,4 @@ def lint_outliers(x) -> list[Finding]:
     )]
 
 
-__all__ = ["LISTED", "MAX_RATIO", "MAX_VALUES", "MIN_ROWS", "lint_outliers"]
+__all__ = ["LISTED", "CHUNK_VALUES", "MAX_RATIO", "MAX_VALUES", "MIN_ROWS", "lint_outliers"]
