@@ -52,6 +52,7 @@ from tfguard.firewall import instrument, instrumentation_of
 from tfguard.firewall.instrument import EpochTracker
 from tfguard.lint.dataset import lint_dataset
 from tfguard.lint.failure import failure_record
+from tfguard.lint.outliers import lint_outliers
 from tfguard.lint.validation_split import lint_validation_split
 from tfguard.summary import Logger
 
@@ -104,6 +105,7 @@ class FitRun:
             bound.arguments["callbacks"] = [watch.first, *callbacks, watch.last]
         self._lint_pipeline(bound.arguments.get("x"))
         self._lint_validation_split(bound.arguments)
+        self._lint_outliers(bound.arguments.get("x"))
         self._enter_phase()
         listener = self._event_listener()
         inst.add_event_listener(listener)
@@ -248,7 +250,21 @@ class FitRun:
         except Exception as error:  # labels the check cannot read still train
             self.record.notes.append(f"the validation split could not be checked: {type(error).__name__}")
             return
-        def new(known: list) -> list:  # a model fitted again keeps its live diagnosis and logger
+        self._add_lint(findings)
+
+    def _lint_outliers(self, x) -> None:
+        """Input values tens of times the input's own scale, in the in-memory `x` (`lint_outliers`)."""
+        try:
+            findings = lint_outliers(x)
+        except Exception as error:  # inputs the check cannot read still train
+            self.record.notes.append(f"the inputs' outliers could not be checked: {type(error).__name__}")
+            return
+        self._add_lint(findings)
+
+    def _add_lint(self, findings: list) -> None:
+        """Hands static findings to the live diagnosis and the logger (once each: a model fitted
+        again keeps its live diagnosis and logger)."""
+        def new(known: list) -> list:
             keys = {(f.get("id"), f.get("where")) if isinstance(f, dict) else f.key for f in known}
             return [f for f in findings if f.key not in keys]
 

@@ -84,6 +84,15 @@ _INVARIANT_CLAUSES = {
     "training_mode_leak": "inference runs in training mode",
     "collapsed_output": "the output is the same for every input",
 }
+#: What initializers far too narrow for their depth produce (`rules.initialization.narrow_initialization`):
+#: a signal that shrinks layer after layer, so gradients that vanish, ReLUs that stay at 0, an output
+#: that does not depend on the input, no learning (not a NaN, an oscillation or a slow descent)
+_NARROW_INIT_EXPLAINS = {"vanishing_gradient", "dead_relu", "collapsed_output", "no_learning",
+                         "untrained_variable"}
+#: `unnormalized_input` from a few input values tens of times the input's scale (`tfguard.lint.outliers`):
+#: what rows far out produce (an overflow, a loss that jumps or stalls), not a run that learns slowly
+EXTREME_OUTLIERS = "extreme_outliers"
+_OUTLIER_EXPLAINS = {"nonfinite", "exploding_gradient", "oscillating_loss", "no_learning"}
 _LOW_RATE_EXPLAINS = {"no_learning", "slow_convergence", "vanishing_gradient"}
 #: `pipeline_order` from `validation_split` over class-sorted labels (tfguard.lint.validation_split)
 HELD_OUT_CLASSES = "validation_classes_held_out"
@@ -102,7 +111,8 @@ SYMPTOM_EXPLAINS = {
 
 
 def kind(finding: Finding) -> str:
-    """The finding's place in the cause order: its id, or `"initialization"` for a too-wide initializer."""
+    """The finding's place in the cause order: its id, or `"initialization"` for an initializer far too
+    wide or far too narrow."""
     if finding.evidence.get("code") == "initialization":
         return "initialization"
     return finding.id
@@ -111,6 +121,9 @@ def kind(finding: Finding) -> str:
 def because(cause: Finding) -> str:
     """The cause as a short clause: "inputs reach 255", "SGD's learning rate is 0.05", ..."""
     e = cause.evidence
+    if cause.id == "unnormalized_input" and e.get("code") == EXTREME_OUTLIERS:
+        return (f"feature {e['feature']} of the input reaches {fmt(e['peak'])}, {fmt(e['ratio_to_rms'])}x "
+                "the input's scale" if "peak" in e and "ratio_to_rms" in e else "a few inputs are extreme")
     if cause.id == "unnormalized_input":
         if "max" in e:
             return f"inputs reach {fmt(e['max'])}"
@@ -129,6 +142,11 @@ def because(cause: Finding) -> str:
         return "labels are out of range"
     if cause.id == "loss_activation_mismatch":
         return "the loss does not fit the output activation"
+    if kind(cause) == "initialization" and e.get("direction") == "narrow":
+        where = f" from '{cause.where}' on" if cause.where else ""
+        return (f"the kernel initializers{where} ({e.get('initializer', 'their kernel initializer')}) "
+                f"shrink the signal to {fmt(e['signal_factor'])}" if "signal_factor" in e else
+                f"the kernel initializers{where} are far too narrow")
     if kind(cause) == "initialization":
         where = f" of '{cause.where}'" if cause.where else ""
         return f"the initializer{where} ({e.get('initializer', 'its kernel initializer')}) is far too wide"
@@ -156,6 +174,8 @@ def because(cause: Finding) -> str:
 
 
 def _explains(cause: Finding, symptom: Finding) -> bool:
+    if kind(cause) == "initialization" and cause.evidence.get("direction") == "narrow":
+        return symptom is not cause and symptom.id in _NARROW_INIT_EXPLAINS
     if kind(cause) == "initialization":
         return symptom is not cause and (
             symptom.id in EXPLAINS["initialization"]
@@ -166,6 +186,8 @@ def _explains(cause: Finding, symptom: Finding) -> bool:
     if (cause.id == "loss_activation_mismatch" and cause.severity == "error"
             and symptom.id == "learning_rate" and symptom.evidence.get("direction") == "low"):
         return True  # an output that cannot learn (a softmax over 1 unit) gets no updates to make
+    if cause.id == "unnormalized_input" and cause.evidence.get("code") == EXTREME_OUTLIERS:
+        return symptom.id in _OUTLIER_EXPLAINS
     if cause.id == "learning_rate" and cause.evidence.get("direction") == "low":
         return symptom.id in _LOW_RATE_EXPLAINS
     if cause.id == "pipeline_order" and cause.evidence.get("code") == HELD_OUT_CLASSES:

@@ -11,8 +11,10 @@ The checks cost nothing per step. The watch works at three moments:
    it): `training_mode_leak`, `batch_dependence`, `labels_ignored` and
    `trained_unused`, from a few eager passes of the model's own functions
    on at most `BATCH_ROWS` examples;
-3. each epoch end: `untrained_variable` (once, at the first epoch end) and
-   `collapsed_output` (one inference pass on the kept rows, until it fails).
+3. each epoch end: `untrained_variable` (once, at the first epoch end),
+   `collapsed_output` (one inference pass on the kept rows, until it fails)
+   and `loss_domain` (the loss at the model's predictions against its best
+   inside the labels' range, `loss_domain.domain_read`, until it fails).
 
 Every check yields one record, `{"check", "ok", "where", "evidence", "step",
 "epoch"}`, handed to each listener (the Logger writes it as
@@ -49,7 +51,7 @@ import tensorflow as tf
 
 from tfguard.hooks.keras_compat import unpack
 from tfguard.hooks.untouched import untouched
-from tfguard.invariants import batches, evidence, inference, labels, variables
+from tfguard.invariants import batches, evidence, inference, labels, loss_domain, variables
 from tfguard.invariants.probe import forward
 from tfguard.optimizer_state import model_step
 
@@ -101,6 +103,7 @@ class InvariantWatch:
         self._untrained_done = False
         self._unused_pending = False  # trained_unused waits for the first epoch end
         self._collapse_done = False
+        self._domain_done = False
         self._epoch = 0
 
     @property
@@ -203,6 +206,13 @@ class InvariantWatch:
                 self._emit(record)
             elif record is not None and epoch == min(self._epochs_done):
                 self._emit(record)  # the first clean check says the check ran
+        if not self._domain_done and self.batch is not None and self.read is not None:
+            record = self._guarded(loss_domain.domain_read, model, *self.batch)
+            if record is not None and record["ok"] is False:
+                self._domain_done = True
+                self._emit(record)
+            elif record is not None and epoch == min(self._epochs_done):
+                self._emit(record)
 
     # -- the checks -----------------------------------------------------------------
     def _run(self, check, model, x) -> bool:

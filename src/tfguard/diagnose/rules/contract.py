@@ -39,8 +39,9 @@ import numpy as np
 from tfguard import tags
 from tfguard.diagnose.inputs.signals import MissingSignals, Signals, missing
 from tfguard.diagnose.rules.base import loss_kind, output_activation, output_units
+from tfguard.diagnose.rules.invariants import evidence_of, records
 from tfguard.diagnose.thresholds import Thresholds
-from tfguard.findings import Finding
+from tfguard.findings import Finding, fmt
 from tfguard.losses import described_loss, output_mismatches, resolved_kind
 
 _PROBABILITIES = {"softmax", "sigmoid"}
@@ -115,20 +116,77 @@ def _multi_hot(signals: Signals):
     return None
 
 
+def _rewards_out_of_range(signals: Signals) -> list[Finding]:
+    """The finding of a failed `loss_domain` invariant record (`tfguard.invariants.loss_domain`):
+    the loss at the model's predictions is lower than anywhere inside the labels' range."""
+    try:
+        failed = [r for r in records(signals, "loss_domain") if r.get("ok", True) is False]
+    except MissingSignals:
+        return []
+    if not failed:
+        return []
+    record = failed[0]
+    e = record.get("evidence") or {}
+    layers = signals.layer_order()
+    where = layers[-1] if layers else record.get("where")
+    name = described_loss(signals.model.get("loss")).name if signals.model else None
+    low, high = fmt(e.get("label_min")), fmt(e.get("label_max"))
+    loss = signals.series(tags.train("loss"))
+    reached = ""
+    if loss is not None and np.isfinite(loss.values).any():
+        lowest = float(np.nanmin(loss.values))
+        if lowest < float(e.get("best_in_range", 0.0)):
+            reached = f"; the training loss reached {fmt(lowest)}"
+    step = record.get("step")
+    return [Finding(
+        "loss_activation_mismatch", "error",
+        f"{name or 'The loss'}: at the model's predictions on a training batch the loss is "
+        f"{fmt(e.get('loss'))}, lower than any prediction inside the labels' range [{low}, {high}] "
+        f"scores (at best {fmt(e.get('best_in_range'))}, with {e.get('best_probe', 'the labels')}); "
+        f"{fmt(100 * float(e.get('outside_fraction', 0)))} % of the outputs lie outside that range "
+        f"(from {fmt(e.get('prediction_min'))} to {fmt(e.get('prediction_max'))}){reached}. The loss "
+        "rewards outputs outside the range it is written for, and training pushes them there.",
+        where=where, onset_step=step,
+        onset_epoch=record.get("epoch") if record.get("epoch") is not None else signals.epoch_of(step),
+        evidence={**evidence_of(e), "code": "loss_rewards_out_of_range"},
+        suggestion=f"Give the output layer an activation whose range is the labels' [{low}, {high}] "
+        "(`activation='sigmoid'`, or `'softmax'` for one-hot rows), or map the output into that "
+        "range inside the loss before scoring it.",
+    )]
+
+
 def loss_activation_mismatch(signals: Signals, thresholds: Thresholds) -> list[Finding]:
     """Reports a loss that does not fit the output layer.
+
+    From the model description (the rule table), and from the `loss_domain`
+    invariant record: a loss (a hand-written one, which the table cannot
+    read) that scores the model's out-of-range predictions below anything
+    inside the labels' range.
 
     Args:
         signals: the run, with its model description (`signals.model`).
         thresholds: unused (the contract holds or not).
 
     Returns:
-        One finding per mismatch, onset at the first step.
+        One finding per mismatch, onset at the first step (at the record's
+        step for the `loss_domain` one).
 
     Raises:
-        MissingSignals: without a model description naming the loss and output activation.
+        MissingSignals: without a model description naming the loss and output activation,
+            and without a failed `loss_domain` record.
     """
     del thresholds
+    domain = _rewards_out_of_range(signals)
+    try:
+        return domain + _described_mismatches(signals)
+    except MissingSignals:
+        if domain:
+            return domain
+        raise
+
+
+def _described_mismatches(signals: Signals) -> list[Finding]:
+    """The findings of the model description: the rule table, the targets, multi-hot labels."""
     if not signals.model:
         raise MissingSignals(missing(signals, "model description", "text tag config/model"))
     kind, logits = loss_kind(signals)

@@ -9,7 +9,9 @@ from the text tag `config/lint` or passed in by the caller).
   training; tfguard compares the median per-batch standard deviation and
   absolute mean with `input_std_max` and `input_mean_max`, and stays quiet
   when the model normalizes its input itself (a `Rescaling` or
-  `Normalization` layer first).
+  `Normalization` layer first). Values tens of times the input's own scale
+  in the in-memory `x` (`tfguard.lint.outliers`: a feature almost always 0,
+  standardized) are a suspect cause in a run that did not improve.
 - `label_range`: labels must lie where the loss and the output can reach:
   class ids in `[0, K-1]` for sparse categorical cross-entropy over K units,
   `[0, 1]` for (binary) cross-entropy, the output activation's range for a
@@ -35,7 +37,7 @@ import numpy as np
 
 from tfguard import tags
 from tfguard.diagnose.inputs.signals import MissingSignals, Signals, missing
-from tfguard.diagnose.rules.base import loss_kind, output_activation, output_units
+from tfguard.diagnose.rules.base import loss_kind, output_activation, output_units, run_improving
 from tfguard.diagnose.thresholds import Thresholds
 from tfguard.findings import Finding, fmt
 from tfguard.losses import resolved_kind
@@ -67,6 +69,42 @@ def unnormalized_input(signals: Signals, thresholds: Thresholds) -> list[Finding
     Raises:
         MissingSignals: without input statistics.
     """
+    outliers = _extreme_outliers(signals, thresholds)
+    try:
+        return _batch_scale(signals, thresholds) + outliers
+    except MissingSignals:
+        if outliers:
+            return outliers
+        raise
+
+
+def _extreme_outliers(signals: Signals, thresholds: Thresholds) -> list[Finding]:
+    """The static finding `extreme_outliers` (`tfguard.lint.outliers`) of a run training showed hurt.
+
+    Heavy-tailed features are often harmless: in a run whose losses keep
+    falling (`run_improving`) the evidence makes no finding. Otherwise it is
+    a suspect cause (`info`, `evidence["needs_symptom"]`) that becomes a
+    warning when a symptom it produces was found (`tfguard.diagnose.causes`).
+    """
+    items = [item.to_dict() if hasattr(item, "to_dict") else item for item in signals.lint]
+    found = [item for item in items if isinstance(item, dict) and item.get("id") == "unnormalized_input"
+             and (item.get("evidence") or {}).get("code") == "extreme_outliers"]
+    if not found or run_improving(signals, thresholds):
+        return []
+    item = found[0]
+    evidence = {k: v for k, v in (item.get("evidence") or {}).items() if isinstance(v, (int, float, str))}
+    return [Finding(
+        "unnormalized_input", "info",
+        f"extreme input values: {item.get('message', '')} A few rows far outside the input's scale "
+        "dominate the first layer's output and gradient for those rows (through an `exp` or a "
+        "softplus they overflow); the run did not improve steadily.",
+        where=item.get("where"), onset_step=0, onset_epoch=0,
+        evidence={**evidence, "needs_symptom": 1}, suggestion=item.get("suggestion"),
+    )]
+
+
+def _batch_scale(signals: Signals, thresholds: Thresholds) -> list[Finding]:
+    """`unnormalized_input` from the per-batch input statistics."""
     std = signals.series(tags.INPUT_STD)
     mean = signals.series(tags.INPUT_MEAN)
     if std is None and mean is None:

@@ -41,7 +41,12 @@ from tfguard.diagnose.rules.base import (
     remark_when_improving,
     run_improving,
 )
-from tfguard.diagnose.rules.initialization import growth_before_death, growth_text, initialization
+from tfguard.diagnose.rules.initialization import (
+    growth_before_death,
+    growth_text,
+    initialization,
+    narrow_initialization,
+)
 from tfguard.diagnose.thresholds import Thresholds
 from tfguard.findings import Finding, fmt
 
@@ -182,11 +187,21 @@ def _growth(signals: Signals, thresholds: Thresholds) -> list[Finding]:
     )]
 
 
-def _dead_layer(signals: Signals, thresholds: Thresholds) -> str | None:
+def _dead_layer(signals: Signals, thresholds: Thresholds, onset_step: int | None,
+                first: str) -> tuple[str, int] | None:
+    """`(layer, step it died)` of `first` or a layer above it dead as a whole no later than the
+    gradients vanished (`onset_step`), else `None`."""
+    order = signals.layer_order()
     for name, s in signals.per_layer("dead_fraction").items():
+        if name in order and first in order and order.index(name) < order.index(first):
+            continue  # a dead layer blocks the gradient of its own weights and the layers below it
         mask = np.isfinite(s.values) & (s.values >= thresholds.dead_error_fraction)
-        if first_persistent(mask, thresholds.persistence) is not None:
-            return name
+        start = first_persistent(mask, thresholds.persistence)
+        if start is None:
+            continue
+        died = int(s.steps[start])
+        if onset_step is None or died <= onset_step:
+            return name, died
     return None
 
 
@@ -210,8 +225,32 @@ def vanishing_gradient(signals: Signals, thresholds: Thresholds) -> list[Finding
         when a dead ReLU layer explains it).
 
     Raises:
-        MissingSignals: without per-layer gradient norms of two layers.
+        MissingSignals: without per-layer gradient norms of two layers and
+            without initializers far too narrow.
     """
+    narrow = narrow_initialization(signals, thresholds)
+    try:
+        measured = _vanishing(signals, thresholds, explained_by_init=bool(narrow))
+    except MissingSignals:
+        if narrow:
+            return narrow
+        raise
+    if not narrow:
+        return measured
+    if not measured or measured[0].severity == "info":
+        return narrow  # a remark until training shows what it produces (tfguard.diagnose.causes)
+    # the initializers are the cause of the vanishing the norms show: one finding says both
+    f, cause = measured[0], narrow[0]
+    return [dataclasses.replace(
+        cause, severity=f.severity, onset_step=f.onset_step, onset_epoch=f.onset_epoch,
+        message=f"{cause.message[:-1]}; measured: {f.message[0].lower()}{f.message[1:]}",
+        evidence={**{k: v for k, v in cause.evidence.items() if k != "needs_symptom"}, **f.evidence,
+                  "code": "initialization"})]
+
+
+def _vanishing(signals: Signals, thresholds: Thresholds, explained_by_init: bool) -> list[Finding]:
+    """`vanishing_gradient` from the gradient norms alone (a dead layer that died no later
+    explains it, unless the initializers explain both)."""
     layers = signals.per_layer("grad_norm")
     if not layers:
         raise MissingSignals(missing(signals, "gradient norms", "grad_norm/<layer>"))
@@ -261,11 +300,14 @@ def vanishing_gradient(signals: Signals, thresholds: Thresholds) -> list[Finding
             if "best_accuracy" in chance else
             f" (best loss {fmt(chance['best_loss'])} against {fmt(chance['chance_loss'])})") + ".")
     severity = "warning"
-    dead = _dead_layer(signals, thresholds)
+    dead = None if explained_by_init else _dead_layer(signals, thresholds, at["onset_step"],
+                                                      names[0])
     if dead is not None:
-        # a dead ReLU layer blocks every gradient below it: that is the cause
+        # a ReLU layer dead before the gradients vanished blocks every gradient below it: that is
+        # the cause (one that died later, after the vanishing, is not)
         severity = "info"
-        message += f" Explained by the dead layer '{dead}' (see dead_relu)."
+        evidence["dead_layer_onset_step"] = dead[1]
+        message += f" Explained by the layer '{dead[0]}', dead from step {dead[1]} (see dead_relu)."
     return remark_when_improving([Finding(
         "vanishing_gradient", severity, message, where=signals.layer_path(names[0]),
         evidence=evidence, **at,

@@ -1,6 +1,8 @@
-"""Exploding from the first step: a kernel initializer far too wide, and the growth before a NaN.
+"""Kernel initializers far too wide or far too narrow, and the growth before a NaN.
 
-Two faults the growth test of `exploding_gradient` cannot see (issue 22):
+Two faults the growth test of `exploding_gradient` cannot see (issue 22),
+and one that `vanishing_gradient` and `dead_relu` only show the result of
+(issue 41):
 
 - *A bad initializer* (`RandomNormal(stddev=3)` in a convnet) makes the
   network explode from step 0: there is no growth over an early median,
@@ -20,6 +22,13 @@ Two faults the growth test of `exploding_gradient` cannot see (issue 22):
   `explode_before_nan_growth` between its first observation and the last
   one before the run died, the growth is reported with its onset, its
   layer and its rate per step.
+- *Initializers far too narrow for their depth* (`RandomUniform(-0.05,
+  0.05)` on eight ReLU layers of 5 units; Glorot on 33 plain ReLU layers):
+  each layer shrinks the signal by its weights' std over the std that
+  keeps the signal's size (He's before a ReLU), the product over the stack
+  falls below `init_narrow_signal`, and the gradients vanish while ReLU
+  units stay at 0. From the description alone it is a remark; training
+  that shows those symptoms makes it the cause of both (`narrow_initialization`).
 
 Example:
 
@@ -61,6 +70,118 @@ def too_wide(signals: Signals, thresholds: Thresholds) -> list[tuple[dict, float
         if std >= thresholds.init_std_ratio * he:
             found.append((layer, std / he, he))
     return found
+
+
+_RELU_FAMILY = {"relu", "relu6", "leaky_relu", "elu", "selu", "gelu", "silu", "swish", "mish"}
+_RESTORING = ("Normalization",)  # BatchNormalization, LayerNormalization, ...: the scale is reset
+_MERGING = {"Add", "Subtract", "Average", "Multiply", "Maximum", "Minimum", "Concatenate", "Dot"}
+
+
+def _activation_after(layers: list[dict], i: int) -> str:
+    """The activation a kernel layer's output goes through: its own, or a following `Activation`'s."""
+    own = str(layers[i].get("activation") or "linear").lower()
+    if own not in ("linear", "none") or i + 1 >= len(layers):
+        return own
+    following = layers[i + 1]
+    if following.get("class") in ("Activation", "ReLU", "LeakyReLU", "ELU", "PReLU"):
+        return str(following.get("activation") or following.get("class")).lower()
+    return own
+
+
+def too_narrow(signals: Signals, thresholds: Thresholds) -> dict | None:
+    """The plain stack of hidden layers whose initializers shrink the signal below `init_narrow_signal`.
+
+    Walks the model description's layers in order; each hidden kernel layer
+    multiplies the signal's size by its weights' std over the std that keeps
+    a signal's size through it (He's `sqrt(2 / fan_in)` before a ReLU,
+    LeCun's `sqrt(1 / fan_in)` otherwise); a normalization layer starts the
+    product again. The output layer is left out (a zero-initialized head is
+    a common, harmless choice), and so are models that merge branches (a
+    residual connection carries the signal around the stack) and layers
+    whose weights are all zero (a symmetry, not a scale, problem).
+
+    Returns:
+        `{"factor", "layers", "first", "narrowest", "ratio", "initializers"}`
+        of the first stack whose product falls below `init_narrow_signal`,
+        else `None`.
+    """
+    layers = list((signals.model or {}).get("layers", []))
+    if any(layer.get("class") in _MERGING for layer in layers):
+        return None
+    kernels = [i for i, layer in enumerate(layers)
+               if isinstance((layer.get("initializer") or {}).get("std"), (int, float))
+               and (layer.get("initializer") or {}).get("fan_in")]
+    if len(kernels) < 2:
+        return None
+    stacks: list[list] = [[]]
+    for i in range(kernels[0], kernels[-1]):  # up to, not including, the output layer
+        layer = layers[i]
+        if any(word in str(layer.get("class", "")) for word in _RESTORING):
+            stacks.append([])
+            continue
+        init = layer.get("initializer") or {}
+        if i not in kernels or init["std"] <= 0:
+            continue
+        activation = _activation_after(layers, i)
+        reference = math.sqrt((2.0 if activation in _RELU_FAMILY else 1.0) / init["fan_in"])
+        stacks[-1].append((layer, init["std"] / reference, reference, activation))
+    for stack in stacks:
+        factor = math.prod(entry[1] for entry in stack)
+        if stack and factor < thresholds.init_narrow_signal:
+            first = next(entry for entry in stack if entry[1] < 1.0)
+            narrowest = min(stack, key=lambda entry: entry[1])
+            return {"factor": factor, "layers": stack, "first": first, "narrowest": narrowest,
+                    "initializers": list(dict.fromkeys(
+                        (e[0]["initializer"].get("text") or e[0]["initializer"].get("class"))
+                        for e in stack))}
+    return None
+
+
+def narrow_initialization(signals: Signals, thresholds: Thresholds) -> list[Finding]:
+    """Reports kernel initializers that, layer after layer, shrink the signal to nothing.
+
+    A remark (`info`, `evidence["needs_symptom"]`): it becomes a warning, and
+    the cause listed first, when training shows what it produces
+    (`tfguard.diagnose.causes`: vanishing gradients, dead ReLUs, an output
+    that collapsed, no learning). Its id is `vanishing_gradient` with
+    `evidence["code"] == "initialization"`, as a too-wide initializer's is
+    `exploding_gradient`.
+
+    Args:
+        signals: the run, with its model description (layers' `initializer`).
+        thresholds: uses `init_narrow_signal`.
+
+    Returns:
+        At most one finding, at the first layer of the stack drawn narrower than its reference.
+    """
+    found = too_narrow(signals, thresholds)
+    if found is None:
+        return []
+    layer, ratio, reference, activation = found["first"]
+    narrowest = found["narrowest"]
+    last = found["layers"][-1][0]
+    relu = sum(1 for entry in found["layers"] if entry[3] in _RELU_FAMILY)
+    kinds = f"{len(found['layers'])} layers ({relu} before a ReLU-family activation)"
+    message = (
+        f"the kernel initializers of {kinds} from '{layer['name']}' to '{last['name']}' draw "
+        f"weights narrower than the scale that keeps a signal's size ('{layer['name']}': "
+        f"{found['initializers'][0]}, std {fmt(layer['initializer']['std'])} against "
+        f"{fmt(reference)} for its fan-in of {layer['initializer']['fan_in']}, {fmt(ratio)}x"
+        + (f"; narrowest '{narrowest[0]['name']}', {fmt(narrowest[1])}x" if narrowest is not found["first"] else "")
+        + f"): through the stack the signal, and the gradient coming back, shrink to "
+        f"{fmt(found['factor'])} of their size, so activations and gradients vanish and ReLU units "
+        "stay at 0.")
+    evidence = {"code": "initialization", "direction": "narrow", "needs_symptom": 1,
+                "initializer": found["initializers"][0], "signal_factor": found["factor"],
+                "std_ratio": ratio, "reference_std": reference,
+                "narrowest_ratio": narrowest[1], "layers_in_stack": len(found["layers"])}
+    return [Finding(
+        "vanishing_gradient", "info", message, where=signals.layer_path(layer["name"]),
+        onset_step=0, onset_epoch=0, evidence=evidence,
+        suggestion=("Use `kernel_initializer='he_normal'` (or 'he_uniform') in the ReLU layers and "
+                    "'lecun_normal' in the others; for a stack this deep, add BatchNormalization "
+                    "or residual connections."),
+    )]
 
 
 def _normalized_inputs(signals: Signals, thresholds: Thresholds) -> bool:
@@ -193,4 +314,5 @@ def initialization(signals: Signals, thresholds: Thresholds,
     )]
 
 
-__all__ = ["growth_before_death", "growth_text", "initialization", "too_wide"]
+__all__ = ["growth_before_death", "growth_text", "initialization", "narrow_initialization", "too_narrow",
+           "too_wide"]
