@@ -69,6 +69,9 @@ class GuardedStep(Counters):
         config: a `GuardConfig` (`data` and `forward` do not apply). Defaults to
             `GuardConfig()`.
         jit_compile: compile the guarded step with XLA. Defaults to `None` (no).
+
+    After each call, `last_outcome` is the call's `StepOutcome`
+    (`tfguard.firewall.outcome`) and `events` lists the violations.
     """
 
     def __init__(self, step_fn, model: keras.Model | None = None, config: GuardConfig | None = None,
