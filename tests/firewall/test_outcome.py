@@ -21,8 +21,6 @@ from tfguard.firewall.host import HostLoop
 from tfguard.firewall.instrument import instrument
 from tfguard.firewall.outcome import StepOutcome
 
-pytestmark = pytest.mark.slow
-
 SLOTS = ["data: x", "data: y", "forward: model output", "loss: loss",
          "gradients: gradient of 'fitted/out/kernel'", "gradients: gradient of 'fitted/out/bias'",
          "update: update of 'fitted/out/kernel'", "update: update of 'fitted/out/bias'",

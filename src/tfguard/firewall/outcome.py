@@ -139,7 +139,7 @@ def step_outcome(outputs: Mapping, logs, plan: Plan | None, *, step_before: int,
     step, _ = step_after(outputs, step_before)
     batch, epoch, epoch_batch = position
     failures = _read_only(outputs["failures"]) if "failures" in outputs else _NO_FAILURES
-    failed = [i for i, count in enumerate(failures.tolist()) if count > 0]
+    failed = np.flatnonzero(failures).tolist()  # a step holds a flag per variable: no Python loop over them
     stages: tuple[str, ...] = ()
     numbers: dict = {}
     if failed:
