@@ -46,7 +46,7 @@ _NO_FAILURES = np.zeros(0, np.float32)
 _NO_FAILURES.setflags(write=False)
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)  # compared by identity: its arrays have no one truth value
 class StepOutcome:
     """What one step did, as its consumers read it (frozen; its arrays are read-only).
 
