@@ -13,10 +13,12 @@ For each step the host:
    small callback the guarded `fit` carries), so a bad batch is named by
    where it sat, not by the optimizer's iterations, which do not move on a
    rejected step;
-3. reads the flags: a violation goes to the policy (`PolicyEnforcer.handle`);
-4. hands one `StepRecord` to the listeners due, and returns Keras the logs:
-   on a rejected step, the last applied step's logs of this epoch (a
-   rejected batch never enters what Keras shows).
+3. reads what the step returned into one frozen `StepOutcome`
+   (`tfguard.firewall.outcome`) and hands that same value on: to the
+   policy (`PolicyEnforcer.handle`), to the listeners due (one
+   `StepRecord`), and to the logs Keras gets back: on a rejected step, the
+   last applied step's logs of this epoch (a rejected batch never enters
+   what Keras shows).
 
 One replica, one step per execution: the step hands the batch back with its
 flags (a tensor handle, no copy), and Keras keeps pulling batches in-graph;
@@ -44,6 +46,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Mapping
 
 import numpy as np
 import tensorflow as tf
@@ -51,7 +54,8 @@ import tensorflow as tf
 from tfguard import tags
 from tfguard.distribute import keras_20585
 from tfguard.firewall.config import HOLD_BYTES
-from tfguard.firewall.step import LOGS_KEY, OUTPUT_KEY, step_after
+from tfguard.firewall.outcome import StepOutcome, step_outcome
+from tfguard.firewall.step import LOGS_KEY, OUTPUT_KEY
 from tfguard.firewall.train_function import BATCH_TIMES, timed_train_function
 from tfguard.hooks import dry_run, keras_compat
 from tfguard.hooks.installed import set_installed
@@ -284,28 +288,26 @@ class HostLoop:
 
     def after_step(self, data, logs: dict, kinds: frozenset, start: int,
                    input_wait: float | None = None) -> dict:
-        """Counts the batch, applies the policy, feeds the listeners; returns Keras's logs."""
+        """Counts the batch, makes the step's `StepOutcome` and hands it to each consumer; returns Keras's logs.
+
+        The same outcome goes to the instrumentation (the global step, the
+        last batch's size), the policy (on a checked step), the listeners
+        due (as a `StepRecord`), and the logs Keras shows.
+        """
         inst = self.inst
         extra = logs.pop(OUTPUT_KEY, {})
-        position = inst.next_batch()
-        inst.last_batch_size = _batch_size(data)
-        self._hand_batch(data)
-        plan = inst.plan
-        step, moved = step_after(extra, start)
-        inst.host_step = step
-        applied = float(extra.get("applied", 1.0)) > 0
-        if "failures" in extra:
-            failures = np.asarray(extra["failures"])
-            if failures.any():
-                inst.enforcer.handle(plan, extra, failures, data, position, step)
-            else:
-                inst.consecutive_skips = 0
         user_logs = logs.pop(LOGS_KEY) if LOGS_KEY in logs else logs
-        if kinds and inst.bus.subscriptions:
-            self._deliver(extra, plan, kinds, position, step, moved, user_logs if applied else {},
-                          input_wait)
+        plan = inst.plan
+        outcome = step_outcome(extra, user_logs, plan, step_before=start, position=inst.next_batch(),
+                               batch_size=_batch_size(data), recorded=kinds, input_wait_fraction=input_wait)
+        inst.finish_step(outcome)
+        self._hand_batch(data)
+        if outcome.checked:
+            inst.enforcer.handle(outcome, plan, data)
+        if outcome.recorded and inst.bus.subscriptions:
+            self._deliver(outcome, plan)
         self.ended = time.time()
-        return self._keras_logs(user_logs, applied)
+        return self._keras_logs(outcome)
 
     def _cycle_start(self, called: float) -> float:
         """When the step called at `called` began, for its share of wall time: the previous step's
@@ -313,34 +315,32 @@ class HostLoop:
         `called` for the first step."""
         return self.ended if self.ended is not None and self.ended <= called else called
 
-    def _deliver(self, extra, plan, kinds, position, step, moved, logs, input_wait=None) -> None:
-        scalars: dict = {}
-        histograms: dict = {}
-        if "signals" in extra:
-            values = np.asarray(extra["signals"], np.float64).tolist()
-            scalars = dict(zip(plan.scalar_keys, values))
-        if input_wait is not None:
-            scalars[tags.INPUT_WAIT_FRACTION] = input_wait
+    def _deliver(self, outcome: StepOutcome, plan) -> None:
+        """Hands the listeners due one `StepRecord` of `outcome`, with what the host measures besides."""
+        scalars = dict(outcome.signals)
+        histograms = dict(outcome.histograms)
+        if outcome.input_wait_fraction is not None:
+            scalars[tags.INPUT_WAIT_FRACTION] = outcome.input_wait_fraction
             cpu_wait = self.cpu_wait.sample()
             if cpu_wait is not None:
                 scalars[tags.CPU_WAIT_FRACTION] = cpu_wait
-        if "histograms" in extra and HISTOGRAMS in kinds:
-            stacked = np.asarray(extra["histograms"], np.float64)
-            histograms = dict(zip(plan.histogram_keys, stacked))
-        if HISTOGRAMS in kinds and plan.host_histograms:
+        if HISTOGRAMS in outcome.recorded and plan.host_histograms:
             histograms.update(self.host_histograms(plan.host_histograms))
-        scalars, histograms = _meaningful(scalars, histograms, moved, plan.loss_scaled)
+        scalars, histograms = _meaningful(scalars, histograms, outcome.moved, plan.loss_scaled)
+        logs = outcome.logs if outcome.applied else {}
         record = StepRecord(
-            step=step, batch=position[0], epoch=position[1], moved=moved,
+            step=outcome.step_after, batch=outcome.batch, epoch=outcome.epoch, moved=outcome.moved,
             scalars=freeze(scalars), histograms=freeze(histograms), logs=freeze(_numbers(logs)),
         )
         self.inst.bus.deliver(record)
 
-    def _keras_logs(self, logs, applied: bool):
+    def _keras_logs(self, outcome: StepOutcome):
+        """The logs Keras shows for the step: a rejected step's are the last applied step's of this epoch."""
         inst = self.inst
-        if not isinstance(logs, dict):
-            return logs
-        if applied:
+        if not isinstance(outcome.logs, Mapping):
+            return outcome.logs
+        logs = dict(outcome.logs)
+        if outcome.applied:
             self.last_logs = logs
         elif self.last_logs is not None:  # the metrics as the last applied step left them
             logs = self.last_logs

@@ -42,6 +42,7 @@ from tfguard.distribute.keras_20585 import enable_multi_worker
 from tfguard.distribute.lost_worker import COMPLETED_STEP
 from tfguard.firewall.config import GuardConfig
 from tfguard.firewall.host import HostLoop
+from tfguard.firewall.outcome import StepOutcome
 from tfguard.firewall.policy import Counters, GuardEvent, GuardWarning, PolicyEnforcer
 from tfguard.firewall.spikes import SpikeWindow
 from tfguard.firewall.step import make_step
@@ -75,7 +76,8 @@ class Instrumentation(Counters):
         self.plan = None
         self.original_step = None
         self.step_optimizer = None
-        self.host_step: int | None = None  # the global step before the next step
+        self.host_step: int | None = None  # the global step before the next step (read again each epoch)
+        self.last_outcome: StepOutcome | None = None  # the last step's, kept across epochs and fits
         self.event_listeners: list[Callable[[GuardEvent], None]] = []
         self.events: list[GuardEvent] = []
         self.coverage: list[str] = []
@@ -84,7 +86,6 @@ class Instrumentation(Counters):
         self.epoch: int | None = None
         self.epoch_batch: int | None = None
         self.in_graph_batch = False
-        self.last_batch_size: int | None = None
         self.record_flag = None  # bool variables: whether this run of the recording trace computes
         self.histogram_flag = None  # its scalars, and its histograms (the host assigns them on change)
         self._due: tuple | None = None
@@ -167,8 +168,7 @@ class Instrumentation(Counters):
 
         def reset_metrics():
             original_reset(model)
-            self.epoch_violations = 0
-            self.epoch_skipped = 0
+            self.reset_epoch_counts()
             self.host_step = None  # read again at the epoch's first step (a restore may move it)
             if self._host is not None:
                 self._host.last_logs = None
@@ -280,6 +280,16 @@ class Instrumentation(Counters):
         """The global step now: the iterations of the optimizer that counts the steps."""
         optimizer = self.step_optimizer or getattr(self.model, "optimizer", None)
         return self.batches if optimizer is None else optimizer_step(optimizer)
+
+    def finish_step(self, outcome: StepOutcome) -> None:
+        """Keeps the outcome of the step that just ran: its global step is where the next one starts."""
+        self.last_outcome = outcome
+        self.host_step = outcome.step_after
+
+    @property
+    def last_batch_size(self) -> int | None:
+        """The leading dimension of the last step's batch, when known on the host (for a failure record)."""
+        return self.last_outcome.batch_size if self.last_outcome is not None else None
 
     def global_step_hint(self) -> int:
         """The global step before the next step, kept on the host (read once per epoch)."""

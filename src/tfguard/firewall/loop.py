@@ -43,17 +43,17 @@ from __future__ import annotations
 import weakref
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 from tfguard.checks.contract import float_leaves
 from tfguard.firewall import stages
 from tfguard.firewall.apply_interception import FirewallContext, zero_sparse_unless
 from tfguard.firewall.config import DEFAULT_QUARANTINE, GuardConfig
+from tfguard.firewall.outcome import StepOutcome, step_outcome
 from tfguard.firewall.policy import Counters, GuardEvent, PolicyEnforcer
 from tfguard.firewall.spikes import TABLE, SpikeCheck, SpikeWindow, batch_rows
 from tfguard.firewall.stages import Flag
-from tfguard.firewall.step import Plan, decide, step_after
+from tfguard.firewall.step import Plan, decide
 from tfguard.hooks import keras_compat
 from tfguard.hooks.context import add_outside_interceptor, current, remove_outside_interceptor
 from tfguard.hooks.transaction import Transaction
@@ -69,6 +69,9 @@ class GuardedStep(Counters):
         config: a `GuardConfig` (`data` and `forward` do not apply). Defaults to
             `GuardConfig()`.
         jit_compile: compile the guarded step with XLA. Defaults to `None` (no).
+
+    After each call, `last_outcome` is the call's `StepOutcome`
+    (`tfguard.firewall.outcome`) and `events` lists the violations.
     """
 
     def __init__(self, step_fn, model: keras.Model | None = None, config: GuardConfig | None = None,
@@ -81,7 +84,7 @@ class GuardedStep(Counters):
         self.event_listeners: list = []
         Counters.__init__(self)
         self.batches = 0
-        self.host_step: int | None = None  # the global step of a step that updates no optimizer
+        self.last_outcome: StepOutcome | None = None  # the last call's
         self.plan: Plan | None = None
         self.spike_window = SpikeWindow(self.guard.spikes) if self.guard.spikes is not None else None
         self.enforcer = PolicyEnforcer(self)
@@ -134,23 +137,22 @@ class GuardedStep(Counters):
 
     def __call__(self, *args, **kwargs):
         outputs, extra = self._function(*args, **kwargs)
-        position = (self.batches, None, None)
+        outcome = step_outcome(extra, outputs, self.plan, step_before=self._step_before(extra),
+                               position=(self.batches, None, None))
         self.batches += 1
-        counted = "iterations" not in extra  # no optimizer update: the applied batches are the steps
-        if counted or "failures" in extra:
-            start = model_step(self.model) if self.host_step is None else self.host_step
-            step, _ = step_after(extra, start)
-            if counted:
-                self.host_step = step
-        if "failures" in extra:
-            failures = np.asarray(extra["failures"])
-            if failures.any():
-                data = args[0] if len(args) == 1 else tuple(args[:3])
-                self.enforcer.handle(self.plan, extra, failures, data, position, step)
-            else:
-                self.consecutive_skips = 0
+        self.last_outcome = outcome
+        if outcome.checked:
+            self.enforcer.handle(outcome, self.plan, args[0] if len(args) == 1 else tuple(args[:3]))
         return outputs
 
+    def _step_before(self, extra: dict) -> int:
+        """The global step before the call: the optimizer's iterations less an applied update, or the
+        applied calls counted so far (a step that updates no optimizer), from the model's step the first time."""
+        if "iterations" in extra:
+            return int(extra["iterations"]) - int(float(extra.get("applied", 1.0)) > 0)
+        if self.last_outcome is not None:
+            return self.last_outcome.step_after
+        return model_step(self.model)
 
 def _returned_loss(outputs) -> list:
     """The loss a hand-written step returned, for the spike stage: its `"loss"`, or its first float scalar."""

@@ -1,7 +1,8 @@
 """What the host does about a violation: word it, save the batch, localize it, act by policy.
 
-`PolicyEnforcer.handle` turns the flags of one rejected (or, under `warn`,
-accepted) step into a `GuardEvent` and then:
+`PolicyEnforcer.handle` reads the `StepOutcome` of each checked step: it
+counts the step, and turns the failed flags of a rejected (or, under `warn`,
+accepted) step into a `GuardEvent`, and then:
 
 * saves the batch to the quarantine folder (at most `max_quarantined`
   attempts per model, failed ones included: a full disk is not written to
@@ -32,11 +33,11 @@ import warnings
 
 import numpy as np
 
-from tfguard import tags
 from tfguard.checks import hint_for
 from tfguard.errors import GuardViolation
 from tfguard.findings import STAGE_FIXES
 from tfguard.firewall import spikes
+from tfguard.firewall.outcome import StepOutcome
 from tfguard.forensics.examples import (
     Recurrences,
     describe_recurrences,
@@ -113,7 +114,7 @@ def describe_position(batch: int, epoch: int | None, epoch_batch: int | None) ->
 
 
 class Counters:
-    """The violation counters of a guarded model (or step function)."""
+    """The violation counters of a guarded model (or step function), across its steps."""
 
     def __init__(self):
         self.violations = 0
@@ -121,18 +122,25 @@ class Counters:
         self.epoch_violations = 0
         self.epoch_skipped = 0
         self.consecutive_skips = 0
-        self.quarantined = 0  # saves attempted, failed ones included (max_quarantined caps them)
 
-    def count(self, applied: bool) -> None:
-        """Counts one violation; `applied` says whether its update went through (`warn`)."""
+    def count(self, outcome: StepOutcome) -> None:
+        """Counts one checked step: a violation (its update applied under `warn`, or not), or a clean step."""
+        if not outcome.violated:
+            self.consecutive_skips = 0
+            return
         self.violations += 1
         self.epoch_violations += 1
-        if applied:
+        if outcome.applied:
             self.consecutive_skips = 0
         else:
             self.skipped += 1
             self.epoch_skipped += 1
             self.consecutive_skips += 1
+
+    def reset_epoch_counts(self) -> None:
+        """Starts the counts Keras shows per epoch (`guard_violations`, `guard_skipped`) over."""
+        self.epoch_violations = 0
+        self.epoch_skipped = 0
 
 
 class PolicyEnforcer:
@@ -145,31 +153,32 @@ class PolicyEnforcer:
     def __init__(self, inst):
         self.inst = inst
         self._write_warned = False
+        self.quarantined = 0  # saves attempted, failed ones included (max_quarantined caps them)
         self.recurrences = Recurrences()  # the fingerprints of the rows at fault, across fits
 
-    def handle(self, plan, extra, failures: np.ndarray, data, position: tuple, step: int) -> GuardEvent:
-        """Words the violation, quarantines and localizes it, and acts by policy.
+    def handle(self, outcome: StepOutcome, plan, data) -> GuardEvent | None:
+        """Counts a checked step; on a violation, words it, quarantines and localizes it, and acts by policy.
 
         Args:
-            plan: the step's `Plan`.
-            extra: the step's tfguard outputs.
-            failures: per slot, how many replicas failed it.
+            outcome: the step's `StepOutcome`.
+            plan: the `Plan` of the trace that ran (what each slot checked).
             data: the batch (Keras's `(x, y, sw)` or `x`), on the host.
-            position: `(batch, epoch, epoch_batch)`.
-            step: the global step.
+
+        Returns:
+            The `GuardEvent` of a violation, or `None` when every check passed.
 
         Raises:
             GuardViolation: under `raise`, or `skip` after too many skips in a row.
         """
         inst, config = self.inst, self.inst.guard
-        failed = [i for i, f in enumerate(failures) if f > 0]
-        order = {name: rank for rank, name in enumerate(tags.GUARD_STAGES)}
-        failed.sort(key=lambda i: (order[plan.slots[i].stage], i))
+        inst.count(outcome)
+        if not outcome.violated:
+            return None
+        failed = outcome.failed_slots
         first = plan.slots[failed[0]]
-        counts, detail, rows = self._describe(plan, failed[0], extra, data)
-        applied = float(extra.get("applied", 0.0)) > 0
-        inst.count(applied)
-        batch, epoch, epoch_batch = position
+        counts, detail, rows = self._describe(plan, failed[0], outcome, data)
+        applied = outcome.applied
+        batch, epoch, epoch_batch, step = outcome.batch, outcome.epoch, outcome.epoch_batch, outcome.step_after
         rows = self.recurrences.note(rows, epoch, batch)
         update = "The update was applied." if applied else "The update was not applied."
         others = [f"{plan.slots[i].stage}: {plan.slots[i].where}" for i in failed]
@@ -185,7 +194,7 @@ class PolicyEnforcer:
         event = GuardEvent(step, first.stage, first.where, message, counts,
                            ACTIONS[config.policy], failed=others, batch=batch, epoch=epoch,
                            epoch_batch=epoch_batch, applied=applied, check=first.check, examples=rows)
-        if config.max_quarantined and inst.quarantined < config.max_quarantined:
+        if config.max_quarantined and self.quarantined < config.max_quarantined:
             message = self._quarantine(event, data, message)
         event.message = message
         inst.events.append(event)
@@ -198,7 +207,7 @@ class PolicyEnforcer:
     def _quarantine(self, event: GuardEvent, data, message: str) -> str:
         inst, config = self.inst, self.inst.guard
         model = inst.model
-        inst.quarantined += 1  # a failed save counts too: a full disk is not tried at every violation
+        self.quarantined += 1  # a failed save counts too: a full disk is not tried at every violation
         try:
             event.quarantine = save_quarantine(config.quarantine_dir, model, data, event,
                                                strategy=model.distribute_strategy)
@@ -266,13 +275,13 @@ class PolicyEnforcer:
         if config.policy == "warn":
             warnings.warn(f"GuardViolation: {event.message}", GuardWarning, stacklevel=4)
 
-    def _describe(self, plan, index: int, extra, data) -> tuple[dict, str, list[dict]]:
+    def _describe(self, plan, index: int, outcome: StepOutcome, data) -> tuple[dict, str, list[dict]]:
         """The counts behind a failed slot, its words, and (a data check on the host) the rows it rejects."""
         slot = plan.slots[index]
         if slot.stage == spikes.STAGE:  # its rows are named by the replay (`forensics.spike_replay`)
-            return (*spikes.describe(plan, index, extra, self.inst.guard.spikes.sigmas), [])
+            return (*spikes.describe(plan, index, outcome.spike_table, self.inst.guard.spikes.sigmas), [])
         if index in plan.finite_slots:
-            row = np.asarray(extra["finite_counts"])[plan.finite_slots.index(index)]
+            row = outcome.finite_counts[plan.finite_slots.index(index)]
             nan, posinf, neginf, total = (int(v) for v in row)
             counts = {"nan": nan, "posinf": posinf, "neginf": neginf, "total": total}
             verb = "would have" if slot.stage == "update" else "has"
@@ -281,9 +290,9 @@ class PolicyEnforcer:
             return counts, f"{verb} {nan} NaN, {posinf} +Inf, {neginf} -Inf of {total} values", []
         data_index = sum(1 for s in plan.slots[:index] if s.stage == "data")
         rows, batch_rows = [], None
-        if "data_values" in extra:  # several replicas: counted in the graph, all-reduced
+        if outcome.data_values is not None:  # several replicas: counted in the graph, all-reduced
             result = plan.data_results[data_index]
-            values = {k: np.asarray(v) for k, v in extra["data_values"][str(data_index)].items()}
+            values = dict(outcome.data_values[str(data_index)])
         else:  # the batch is here: word the failure from it, and name its rows
             x, y, sample_weight = keras_compat.unpack(data)
             result = self.inst.contract.evaluate(x, y, sample_weight)[data_index]

@@ -371,19 +371,25 @@ def batch_rows(x) -> tf.Tensor | None:
     return None
 
 
-def describe(plan, index: int, extra: dict, sigmas: float) -> tuple[dict, str]:
+def describe(plan, index: int, table, sigmas: float) -> tuple[dict, str]:
     """The counts and words of a failed spike slot: its value, the window's mean, spread and threshold.
 
     Example:
 
     >>> import numpy as np
     >>> class Plan: slots = [Slot("loss", "loss", "finite"), Slot(STAGE, "loss", STAGE)]
-    >>> counts, text = describe(Plan(), 1, {TABLE: np.array([[9.0, 1.0, 0.25, 2.5, 128.0, 1.0]])}, 6.0)
+    >>> counts, text = describe(Plan(), 1, np.array([[9.0, 1.0, 0.25, 2.5, 128.0, 1.0]]), 6.0)
     >>> text
     'is a spike: 9 > 2.5, the mean 1 + 6 x the std 0.25 of the last 128 accepted steps'
+
+    Args:
+        plan: the step's `Plan`.
+        index: the failed slot.
+        table: the step's spike rows (`StepOutcome.spike_table`), one per spike slot.
+        sigmas: the configured width of the window, in standard deviations.
     """
     row = sum(1 for slot in plan.slots[:index] if slot.stage == STAGE)
-    values = [float(v) for v in extra[TABLE][row]]
+    values = [float(v) for v in table[row]]
     counts = dict(zip(COLUMNS, values))
     counts["sigmas"] = sigmas
     value, mean, std, threshold, held, scale = values
