@@ -105,7 +105,7 @@ def grow_one_run(logdir: str) -> None:
 
     from tensorboard.compat.proto import event_pb2
 
-    from tfguard.events.records import frame_record
+    from tfguard.events._records import frame_record
 
     folder = os.path.join(logdir, "run-000")
     (name,) = [n for n in os.listdir(folder) if "tfevents" in n]

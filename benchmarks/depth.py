@@ -60,8 +60,8 @@ import tensorflow as tf  # noqa: E402
 
 import tfguard  # noqa: E402
 from scale_models import MODELS  # noqa: E402
-from tfguard.firewall.instrument import instrumentation_of  # noqa: E402
-from tfguard.signals.record import RECORDING  # noqa: E402
+from tfguard._firewall.instrument import instrumentation_of  # noqa: E402
+from tfguard._signals.record import RECORDING  # noqa: E402
 
 BATCH = {"resnet50": 16}
 PERIOD = inspect.signature(tfguard.Logger).parameters["histograms_every"].default

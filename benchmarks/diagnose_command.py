@@ -76,7 +76,7 @@ print(points)
 # The tfguard process: the same check as a test, run once before the timings.
 _TFGUARD_CHECK = """
 import sys
-from tfguard.cli import main
+from tfguard._cli import main
 status = main(["diagnose", sys.argv[1], "--json"])
 loaded = sorted(m for m in ("tensorflow", "keras", "matplotlib", "pandas") if m in sys.modules)
 print("LOADED", *loaded, file=sys.stderr if loaded else sys.stdout)

@@ -44,7 +44,7 @@ RUNS, TAGS_PER_RUN = 20, 60_000
 
 COMMAND = """
 import sys, time
-from tfguard.cli import main
+from tfguard._cli import main
 start = time.perf_counter()
 status = main(sys.argv[1:])
 seconds = time.perf_counter() - start

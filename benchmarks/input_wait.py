@@ -11,7 +11,7 @@ Two parts, one process, TensorFlow on one thread (`--threads 1`, as in
    each and whether `input_bound` fires, with the stage it names.
 2. The price of the measurement. A recording step hands back a timestamp
    taken once its batch was there and the host waits for the step's outputs
-   to time the whole step (`tfguard.firewall.host.HostLoop.measure_input_wait`);
+   to time the whole step (`tfguard._firewall.host.HostLoop.measure_input_wait`);
    without the measurement the host does not wait.
    The reference CNN of `logging_overhead.py` trains rounds of `--steps`
    steps with a listener on every step (the worst case: every step records),
@@ -36,10 +36,10 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from tfguard import tags  # noqa: E402
+from tfguard import _tags  # noqa: E402
+from tfguard._firewall import instrument  # noqa: E402
+from tfguard._firewall.host import HostLoop  # noqa: E402
 from tfguard.diagnose import LiveDiagnosis, diagnose  # noqa: E402
-from tfguard.firewall import instrument  # noqa: E402
-from tfguard.firewall.host import HostLoop  # noqa: E402
 from tfguard.lint import lint_dataset  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -72,7 +72,7 @@ def pair() -> None:
         model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
         live = LiveDiagnosis(scalars_every=2, lint=lint_dataset(ds))
         model.fit(ds, epochs=2, verbose=0, callbacks=[live])
-        wait = live.recorder.signals().series(tags.INPUT_WAIT_FRACTION)
+        wait = live.recorder.signals().series(_tags.INPUT_WAIT_FRACTION)
         found = diagnose(live.recorder.signals()).by_id("input_bound")
         stage = found[0].where if found else "-"
         print(f"{name:<34}{np.median(wait.values):12.3f}{('yes' if found else 'no'):>13}  {stage}")

@@ -50,7 +50,7 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import tfguard.summary  # noqa: E402
-from tfguard.firewall import instrument  # noqa: E402
+from tfguard._firewall import instrument  # noqa: E402
 
 TARGET = 1.05
 BATCH = 64

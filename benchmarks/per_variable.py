@@ -36,8 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import tensorflow as tf  # noqa: E402
 
-from tfguard.hooks.transaction import Transaction  # noqa: E402
-from tfguard.signals.stats import Reducer  # noqa: E402
+from tfguard._hooks.transaction import Transaction  # noqa: E402
+from tfguard._signals.stats import Reducer  # noqa: E402
 
 SHAPES = [[32, 32]] * 600 + [[32]] * 900  # the 200-layer MLP's kernels and biases with their two Adam slots
 

@@ -54,7 +54,7 @@ import numpy as np  # noqa: E402
 from tensorboard.compat.proto import event_pb2  # noqa: E402
 
 from tfguard.events import read_logdir  # noqa: E402
-from tfguard.events.records import frame_record  # noqa: E402
+from tfguard.events._records import frame_record  # noqa: E402
 
 TARGET = 10.0
 SCALAR_TAGS = [f"train/metric_{i}" for i in range(10)]

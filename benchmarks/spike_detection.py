@@ -57,8 +57,8 @@ from tests.diagnose import user_programs as U  # noqa: E402
 
 import diagnosis_false_alarms as F  # noqa: E402
 import tfguard  # noqa: E402
-from tfguard.firewall import host, spikes  # noqa: E402
-from tfguard.firewall.step import OUTPUT_KEY  # noqa: E402
+from tfguard._firewall import host, spikes  # noqa: E402
+from tfguard._firewall.step import OUTPUT_KEY  # noqa: E402
 
 ARRAY_PROGRAMS = {"digits_mlp": P.healthy_digits, "digits_cnn": P.healthy_cnn_rescaling,
                   "moons_tanh": P.healthy_moons, "regression_mlp": P.healthy_regression}
@@ -133,7 +133,7 @@ def healthy_user_program(program, traces: Traces) -> tuple[set, list]:
     flagged, runs = set(), []
 
     def fit(self, *args, **kwargs):
-        if tfguard.firewall.instrumentation_of(self) is None or tfguard.firewall.instrumentation_of(self).guard is None:
+        if tfguard._firewall.instrumentation_of(self) is None or tfguard._firewall.instrumentation_of(self).guard is None:
             tfguard.guard(self, policy="skip", spikes=True, quarantine_dir=None, max_consecutive_skips=10**6)
         return original(self, *args, **kwargs)
 

@@ -9,7 +9,7 @@ import numpy as np
 
 import tfguard
 from programs import bn_classifier, classification_data
-from tfguard import tags
+from tfguard import _tags
 
 
 def test_the_logger_writes_scalars_histograms_and_hparams_that_read_back(tmp_path):
@@ -20,11 +20,11 @@ def test_the_logger_writes_scalars_histograms_and_hparams_that_read_back(tmp_pat
     model.fit(x, y, batch_size=16, epochs=2, validation_split=0.25, verbose=0, callbacks=[logger])
     runs = tfguard.read_logdir(tmp_path / "run")
     scalars = {tag: series for run in runs.values() for tag, series in run.scalars.items()}
-    steps, _, values = scalars[tags.GLOBAL_GRAD_NORM]
+    steps, _, values = scalars[_tags.GLOBAL_GRAD_NORM]
     assert list(steps[:3]) == [1, 3, 5] and np.all(np.isfinite(values)) and values[0] > 0
-    assert {tags.train("loss"), tags.val("loss"), tags.val("accuracy")} <= set(scalars)
+    assert {_tags.train("loss"), _tags.val("loss"), _tags.val("accuracy")} <= set(scalars)
     histograms = {tag for run in runs.values() for tag in run.histograms}
-    assert tags.hist_activations("hidden") in histograms
+    assert _tags.hist_activations("hidden") in histograms
     assert any(run.hparams for run in runs.values())
 
 

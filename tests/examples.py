@@ -16,7 +16,7 @@ def shown_examples(module) -> int:
 
     Example:
 
-    >>> shown_examples(importlib.import_module("tfguard.tags")) > 0
+    >>> shown_examples(importlib.import_module("tfguard._tags")) > 0
     True
     """
     finder = doctest.DocTestFinder(exclude_empty=True)
@@ -33,7 +33,7 @@ def defines_public(module) -> list[str]:
 
     Example:
 
-    >>> defines_public(importlib.import_module("tfguard.hooks"))
+    >>> defines_public(importlib.import_module("tfguard._hooks"))
     []
     """
     return sorted(name for name, value in vars(module).items()

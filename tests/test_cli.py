@@ -8,7 +8,7 @@ import pytest
 from rich.console import Console
 
 import tfguard
-from tfguard.cli import main
+from tfguard._cli import main
 
 
 def test_replay_of_a_missing_folder_is_one_error_line_with_a_hint(tmp_path, capsys):
@@ -99,7 +99,7 @@ def test_lint_of_a_path_with_markup_is_one_error_line(tmp_path, capsys):
 
 
 def test_lint_rendering_shows_names_literally():
-    from tfguard.findings import Finding
+    from tfguard._findings import Finding
     from tfguard.lint import render_lint
 
     finding = Finding("loss_activation_mismatch", "error", "layer '[bold]x[/]\x1b[2J' is wrong",

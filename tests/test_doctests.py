@@ -22,7 +22,7 @@ MODULES = sorted(
 
 
 def test_the_walk_finds_the_package():
-    assert "tfguard.firewall.step" in MODULES and "tfguard.tags" in MODULES
+    assert "tfguard._firewall.step" in MODULES and "tfguard._tags" in MODULES
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -37,6 +37,6 @@ def test_an_example_that_shows_nothing_does_not_count():
 
 
 def test_only_a_module_that_defines_something_must_show_it():
-    assert defines_public(importlib.import_module("tfguard.hooks")) == []  # re-exports only
-    assert "CheckResult" in defines_public(importlib.import_module("tfguard.checks.base"))
+    assert defines_public(importlib.import_module("tfguard._hooks")) == []  # re-exports only
+    assert "CheckResult" in defines_public(importlib.import_module("tfguard.checks._base"))
     assert "CheckResult" not in defines_public(importlib.import_module("tfguard.checks"))

@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 from rich.console import Console
 
+from tfguard._errors import ContractError
 from tfguard.doctor import (
     DoctorCheck,
     check_legacy_keras,
@@ -23,7 +24,6 @@ from tfguard.doctor import (
     render_doctor,
     run_doctor,
 )
-from tfguard.errors import ContractError
 
 NAMES = [
     "python",

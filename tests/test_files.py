@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from tfguard.files import unique_path, write_atomic
+from tfguard._files import unique_path, write_atomic
 
 from .events.eventdata import scalar_event, write_framed
 
@@ -26,17 +26,17 @@ resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[1]), int(sys.argv[1])))
 """
 
 REPORT = """
-from tfguard.cli import main
+from tfguard._cli import main
 sys.exit(main(["report", sys.argv[2], "-o", sys.argv[3]]))
 """
 
 REPORT_JSON = """
-from tfguard.attach.report import write_report
+from tfguard.attach._report import write_report
 write_report({"format": "x", "runs": ["a" * 100000]}, sys.argv[3])
 """
 
 META = """
-from tfguard.files import write_atomic
+from tfguard._files import write_atomic
 write_atomic(sys.argv[3], "{" + "1" * 100000 + "}")
 """
 

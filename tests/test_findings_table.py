@@ -1,4 +1,4 @@
-"""One way to draw findings (`tfguard.findings_table`): lint, diagnose and `tfguard run` alike.
+"""One way to draw findings (`tfguard._findings_table`): lint, diagnose and `tfguard run` alike.
 
 They used to differ: lint wrote `ERROR` and `Try:` with a count line of
 zeros, diagnose `error` and `→` with counts in the title, and `tfguard run`
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from rich.console import Console
 
+from tfguard._findings import Finding
+from tfguard._findings_table import ARROW, count_text, finding_line, findings_table
 from tfguard.diagnose import Signals, diagnose, render_terminal
-from tfguard.findings import Finding
-from tfguard.findings_table import ARROW, count_text, finding_line, findings_table
 from tfguard.lint import render_lint
 
 FOUND = [

@@ -1,4 +1,4 @@
-"""The one loss vocabulary (`tfguard.losses`): every spelling of a Keras loss gets the kind lint gives it."""
+"""The one loss vocabulary (`tfguard._losses`): every spelling of a Keras loss gets the kind lint gives it."""
 
 from __future__ import annotations
 
@@ -6,9 +6,8 @@ import keras
 import numpy as np
 import pytest
 
-import tfguard.losses
-from tfguard.lint.losses import resolve_loss
-from tfguard.losses import (
+import tfguard._losses
+from tfguard._losses import (
     KINDS,
     MISMATCH_RULES,
     described_loss,
@@ -16,6 +15,7 @@ from tfguard.losses import (
     kind_of,
     output_mismatches,
 )
+from tfguard.lint._losses import resolve_loss
 
 #: Every loss name `keras.losses.get` accepts that tfguard has a kind for, in each spelling.
 SPELLINGS = [
@@ -69,7 +69,7 @@ def test_described_loss_reads_new_and_old_descriptions(entry, expected):
 
 
 def test_the_docstring_table_lists_every_rule_with_its_severity():
-    doc = tfguard.losses.__doc__
+    doc = tfguard._losses.__doc__
     for rule in MISMATCH_RULES:
         assert f"| `{rule.code}` | {rule.severity} |" in doc, rule.code
 

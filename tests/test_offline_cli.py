@@ -18,8 +18,8 @@ import textwrap
 import pytest
 
 from tests.events.eventdata import scalar_event, write_framed
-from tfguard.cli import main
-from tfguard.events.records import MAX_RECORD_BYTES
+from tfguard._cli import main
+from tfguard.events._records import MAX_RECORD_BYTES
 
 HOSTILE_RUNS = {  # "/" makes folders: the run is shown as "markup/[bold]bold[/bold] [link=http:/..."
     "markup": "[bold]bold[/bold] [link=http://example.com]link[/link] [/]",
@@ -177,7 +177,7 @@ def test_a_cut_last_record_is_a_note_not_a_failure(tmp_path, capsys):
 
 _HOSTILE_COMMAND = """
 import sys, time
-from tfguard.cli import main
+from tfguard._cli import main
 began = time.perf_counter()
 status = main(["diagnose", sys.argv[1], "--json"])
 peak_kb = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM"))
@@ -188,7 +188,7 @@ print("RESULT", status, time.perf_counter() - began, peak_kb / 1000)
 def test_the_command_on_a_2gb_file_claiming_a_2gb_record_is_bounded(tmp_path):
     import struct
 
-    from tfguard.events.records import masked_crc32c
+    from tfguard.events._records import masked_crc32c
 
     run = tmp_path / "run"
     run.mkdir()

@@ -65,7 +65,7 @@ def test_importing_the_offline_packages_loads_no_tensorflow():
         import sys
         import tfguard.diagnose, tfguard.events
         from tfguard.diagnose import diagnose_logdir, render_terminal, to_json, write_html
-        from tfguard import cli, tags, text, errors
+        from tfguard import _cli, _tags, _text, _errors
         print(sorted(m for m in HEAVY if m in sys.modules))
         print("LiveDiagnosis" in dir(tfguard.diagnose))
     """.replace("HEAVY", repr(HEAVY)))
@@ -84,7 +84,7 @@ def test_offline_commands_load_no_tensorflow_and_print_no_banner(logdir, command
     argv = [part.format(logdir=logdir) for part in command]
     done = _python("""
         import sys
-        from tfguard.cli import main
+        from tfguard._cli import main
         status = main(sys.argv[1:])
         print("LOADED", sorted(m for m in ("tensorflow", "keras") if m in sys.modules))
         sys.exit(status)
@@ -101,7 +101,7 @@ def test_offline_commands_load_no_tensorflow_and_print_no_banner(logdir, command
 
 def test_live_diagnosis_is_still_importable_from_the_package():
     from tfguard.diagnose import LiveDiagnosis
-    from tfguard.diagnose.live import LiveDiagnosis as defined
+    from tfguard.diagnose._live import LiveDiagnosis as defined
 
     assert LiveDiagnosis is defined
     with pytest.raises(AttributeError, match="has no attribute 'Nope'"):

@@ -1,4 +1,4 @@
-"""The one reader of an optimizer's step and learning rate (`tfguard.optimizer_state`).
+"""The one reader of an optimizer's step and learning rate (`tfguard._optimizer_state`).
 
 The cases the old readers disagreed on: a `LossScaleOptimizer` (only
 `lint.describe` looked inside it), a schedule (evaluated at the step, and
@@ -11,7 +11,7 @@ import keras
 import numpy as np
 import pytest
 
-from tfguard.optimizer_state import (
+from tfguard._optimizer_state import (
     learning_rate,
     learning_rate_is_fixed,
     model_step,

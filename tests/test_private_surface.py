@@ -1,7 +1,7 @@
 """No private Keras or TensorFlow name in `src/` outside the adapters; each failure names file:line.
 
-The adapters are `hooks/keras_compat.py` (Keras), `hooks/tf_compat.py`
-(TensorFlow) and `distribute/keras_20585.py` (a workaround kept apart so it
+The adapters are `_hooks/keras_compat.py` (Keras), `_hooks/tf_compat.py`
+(TensorFlow) and `_distribute/keras_20585.py` (a workaround kept apart so it
 can be deleted whole); `seam.py` spells the private attributes those
 adapters replace, in its list of patch sites, and reads none. Every other module of `src/tfguard` is read (with
 `ast`, so comments and docstrings do not count) and must keep three rules:
@@ -35,18 +35,18 @@ from pathlib import Path
 import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "tfguard"
-ADAPTERS = frozenset({"hooks/keras_compat.py", "hooks/tf_compat.py", "distribute/keras_20585.py", "seam.py"})
+ADAPTERS = frozenset({"_hooks/keras_compat.py", "_hooks/tf_compat.py", "_distribute/keras_20585.py", "_seam.py"})
 INTERNALS = Path(__file__).resolve().parents[1] / "docs" / "internals.md"
 
 FRAMEWORK_PRIVATE = frozenset({
-    # Keras (hooks/keras_compat.py)
+    # Keras (_hooks/keras_compat.py)
     "_call_has_training_arg", "_flatten_layers", "_loss_tracker", "_symbolic_build", "_compute_loss",
     "_trainable_variables", "_learning_rate", "_fn_kwargs", "_keras_history", "_inbound_nodes",
     "_outbound_nodes", "_build_shapes_dict", "_backend_update_step", "_apply_weight_decay", "_var_key",
     "_clip_gradients",
-    # Keras (distribute/keras_20585.py)
+    # Keras (_distribute/keras_20585.py)
     "_maybe_symbolic_build", "_make_function", "_autoconvert_optionals", "_in_multi_worker_mode",
-    # TensorFlow (hooks/tf_compat.py)
+    # TensorFlow (_hooks/tf_compat.py)
     "_resource", "_py_funcs", "_func", "_variant_tensor", "_set_attr", "_lower_using_switch_merge",
 })
 """Private Keras / TensorFlow names tfguard knows: flagged anywhere outside the adapters.
@@ -180,8 +180,8 @@ def f(optimizer, writer, model, mine):
 def test_no_private_framework_name_outside_the_adapters():
     own = own_private_names()
     found = [line for relative, tree in _modules(adapters=False) for line in violations(relative, tree, own)]
-    assert not found, ("private Keras / TensorFlow names outside hooks/keras_compat.py, hooks/tf_compat.py and "
-                       "distribute/keras_20585.py; route each through an adapter, with a canary and a row in docs/internals.md:\n"
+    assert not found, ("private Keras / TensorFlow names outside _hooks/keras_compat.py, _hooks/tf_compat.py and "
+                       "_distribute/keras_20585.py; route each through an adapter, with a canary and a row in docs/internals.md:\n"
                        + "\n".join(found))
 
 

@@ -1,4 +1,4 @@
-"""The supported TensorFlow / Keras range: one spelling in pyproject.toml and `tfguard.versions`, and the import warning.
+"""The supported TensorFlow / Keras range: one spelling in pyproject.toml and `tfguard._versions`, and the import warning.
 
 The warning is checked in a fresh Python whose `sys.path` starts with a
 folder of distribution metadata (`tensorflow-2.15.1.dist-info`, ...), which
@@ -18,7 +18,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
-from tfguard.versions import KERAS_RANGE, TENSORFLOW_RANGE, installed_pair, specifier
+from tfguard._versions import KERAS_RANGE, TENSORFLOW_RANGE, installed_pair, specifier
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -67,7 +67,7 @@ def _import_tfguard(tmp_path: Path, **installed: str) -> subprocess.CompletedPro
     for name, version in installed.items():
         _fake_distribution(tmp_path, name, version)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(SRC)])}
-    return subprocess.run([sys.executable, "-W", "default", "-c", "import tfguard, tfguard.versions"],
+    return subprocess.run([sys.executable, "-W", "default", "-c", "import tfguard, tfguard._versions"],
                           capture_output=True, text=True, timeout=60, env=env, check=False)
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 import tfguard
+from tfguard._findings import SYMPTOMS
+from tfguard._workflow import demo
 from tfguard.diagnose import to_json
-from tfguard.findings import SYMPTOMS
-from tfguard.workflow import demo
 
 
 @pytest.fixture(scope="module")

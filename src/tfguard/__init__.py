@@ -3,7 +3,7 @@
 The public API. Names are imported on first use, so `import tfguard` is
 cheap and `tfguard doctor` can still report a broken TensorFlow install.
 Importing it where the installed TensorFlow / Keras pair is outside the
-supported range warns once (`tfguard.versions.UnsupportedVersionsWarning`),
+supported range warns once (`tfguard._versions.UnsupportedVersionsWarning`),
 reading only their metadata.
 
 Example:
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import importlib
 
-from tfguard.errors import (
+from tfguard._errors import (
     ContractError,
     DataError,
     EventFileError,
@@ -29,7 +29,7 @@ from tfguard.errors import (
     TfguardError,
     WorkerLostError,
 )
-from tfguard.versions import warn_if_unsupported
+from tfguard._versions import warn_if_unsupported
 
 warn_if_unsupported()  # TensorFlow / Keras outside the range tfguard supports: docs/versions.md
 
@@ -39,20 +39,20 @@ __version__ = "0.1.0"
 _LAZY = {
     # the firewall
     "checks": "tfguard.checks",
-    "guard": "tfguard.firewall",
-    "unguard": "tfguard.firewall",
-    "guard_events": "tfguard.firewall",
-    "guard_step": "tfguard.firewall",
-    "GuardedStep": "tfguard.firewall",
-    "StepRecord": "tfguard.signals",
-    "instrument": "tfguard.firewall",
-    "GuardConfig": "tfguard.firewall",
-    "SpikeConfig": "tfguard.firewall",
-    "GuardEvent": "tfguard.firewall",
-    "GuardWarning": "tfguard.firewall",
-    "replay": "tfguard.forensics",
-    "load_quarantine": "tfguard.forensics",
-    "ReplayReport": "tfguard.forensics",
+    "guard": "tfguard._firewall",
+    "unguard": "tfguard._firewall",
+    "guard_events": "tfguard._firewall",
+    "guard_step": "tfguard._firewall",
+    "GuardedStep": "tfguard._firewall",
+    "StepRecord": "tfguard._signals",
+    "instrument": "tfguard._firewall",
+    "GuardConfig": "tfguard._firewall",
+    "SpikeConfig": "tfguard._firewall",
+    "GuardEvent": "tfguard._firewall",
+    "GuardWarning": "tfguard._firewall",
+    "replay": "tfguard._forensics",
+    "load_quarantine": "tfguard._forensics",
+    "ReplayReport": "tfguard._forensics",
     # logging
     "summary": "tfguard.summary",
     "Logger": "tfguard.summary",

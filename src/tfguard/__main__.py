@@ -2,6 +2,6 @@
 
 import sys
 
-from tfguard.cli import main
+from tfguard._cli import main
 
 sys.exit(main())

@@ -38,8 +38,8 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from tfguard.errors import ContractError
-from tfguard.versions import KERAS_RANGE, TENSORFLOW_RANGE, judge_pair, specifier
+from tfguard._errors import ContractError
+from tfguard._versions import KERAS_RANGE, TENSORFLOW_RANGE, judge_pair, specifier
 
 STATUSES = ("ok", "warning", "problem")
 MIN_PYTHON = (3, 10)
@@ -169,7 +169,7 @@ def check_versions() -> DoctorCheck:
 
 
 def judge_versions(tensorflow: str, keras: str) -> DoctorCheck:
-    """The verdict on a TensorFlow / Keras pair (`tfguard.versions.judge_pair`), and what to install if unsupported.
+    """The verdict on a TensorFlow / Keras pair (`tfguard._versions.judge_pair`), and what to install if unsupported.
 
     A pair newer than the newest tested is a warning (it may well work);
     an older or mismatched one is a problem.

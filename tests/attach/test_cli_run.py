@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tfguard.cli import main
+from tfguard._cli import main
 
 from .scripts import ARGV, EXITS, HEALTHY, RAISES, write
 

@@ -102,7 +102,7 @@ def test_with_a_logger_too_the_model_keras_sees_is_the_same(tmp_path, make):
 
 
 def test_an_unbuilt_model_is_not_called_and_a_built_one_keeps_its_statistics():
-    from tfguard.hooks.untouched import UnbuiltModel, call, untouched
+    from tfguard._hooks.untouched import UnbuiltModel, call, untouched
 
     lazy = keras.Sequential([keras.layers.Dense(2)])
     with pytest.raises(UnbuiltModel, match="would build it"), untouched(lazy):

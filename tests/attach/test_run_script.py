@@ -10,9 +10,9 @@ import sys
 import keras
 import pytest
 
+from tfguard._errors import GuardViolation
 from tfguard.attach import ScriptError, run_script
 from tfguard.diagnose import SCHEMA, SYMPTOMS, diagnose_logdir
-from tfguard.errors import GuardViolation
 
 from .scripts import ARGV, EXITS, EXPLODING, HEALTHY, LOOP, MISMATCH, RAISES, write
 
@@ -137,8 +137,8 @@ def test_policy_raise_stops_the_script_with_the_guards_exit_status(tmp_path):
     result = run_script(script, logdir=tmp_path / "runs", logger=False, policy="raise")
     assert result.exit_code == GuardViolation.exit_code == 3
     assert isinstance(result.exception, GuardViolation)
-    assert "tfguard.errors.GuardViolation: loss at batch 3 (epoch 0, batch 3 of the epoch)" in result.traceback
-    assert f'File "{script}", line' in result.traceback and "attach/session.py" not in result.traceback
+    assert "tfguard._errors.GuardViolation: loss at batch 3 (epoch 0, batch 3 of the epoch)" in result.traceback
+    assert f'File "{script}", line' in result.traceback and "attach/_session.py" not in result.traceback
     doc = load(result.report_path)
     assert doc["error"]["type"] == "GuardViolation"
     assert [e["action"] for e in doc["guard_events"]] == ["raised"]

@@ -6,10 +6,10 @@ import keras
 import numpy as np
 import pytest
 
+from tfguard._errors import ContractError
+from tfguard._firewall import guard, instrumentation_of
 from tfguard.attach import AttachSession, attach, attached
 from tfguard.diagnose import LiveDiagnosis, diagnose_logdir
-from tfguard.errors import ContractError
-from tfguard.firewall import guard, instrumentation_of
 
 
 def small_model(name="net"):

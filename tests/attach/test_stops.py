@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from tfguard.attach import run_script
 from tfguard.diagnose import diagnose_logdir
-from tfguard.events.run import read_run
+from tfguard.events._run import read_run
 
 from .scripts import EXITS_IN_CALLBACK, write
 

@@ -20,8 +20,8 @@ from tensorboard.plugins import base_plugin
 from werkzeug.test import Client
 
 from tests.watch.logs import EVENT_FILE, append, epoch_records, losses
-from tfguard.board import TfguardPlugin, cache
-from tfguard.board.reports import MAX_REPORT_BYTES, MAX_TRIALS
+from tfguard.board import TfguardPlugin, _cache
+from tfguard.board._reports import MAX_REPORT_BYTES, MAX_TRIALS
 
 TRIAL = {"remedy": "clipnorm", "finding": "nonfinite", "where": None, "change": "clipnorm=1.0",
          "measure": "val_loss", "before": "NaN", "after": 0.5, "verdict": "improved", "fix": True,
@@ -122,14 +122,14 @@ def test_a_report_file_is_parsed_once_per_change(tmp_path):
 def test_a_run_whose_diagnosis_raises_is_shown_unreadable_and_the_others_are_shown(
         tmp_path, monkeypatch):
     _runs(tmp_path, "healthy", "broken")
-    real = cache.diagnose
+    real = _cache.diagnose
 
     def diagnose(signals, **kwargs):  # a rule's bug met on one run's data
         if signals.run == "broken":
             raise IndexError("index 3 is out of bounds for axis 0 with size 3")
         return real(signals, **kwargs)
 
-    monkeypatch.setattr(cache, "diagnose", diagnose)
+    monkeypatch.setattr(_cache, "diagnose", diagnose)
     status, body = _answer(tmp_path)
     assert status == 200, body[:500]
     runs = {r["run"]: r for r in json.loads(body)["runs"]}

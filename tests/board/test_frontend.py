@@ -57,11 +57,11 @@ def test_a_run_and_a_report_of_unexpected_shape_cost_only_their_own_sections(tmp
 
 
 def test_a_run_the_plugin_marks_unreadable_shows_why(tmp_path, monkeypatch):
-    from tfguard.board import cache
+    from tfguard.board import _cache
 
     _runs(tmp_path / "logs", "healthy", "broken")
-    real = cache.diagnose
-    monkeypatch.setattr(cache, "diagnose", lambda s, **k: (_ for _ in ()).throw(
+    real = _cache.diagnose
+    monkeypatch.setattr(_cache, "diagnose", lambda s, **k: (_ for _ in ()).throw(
         ValueError("bad data")) if s.run == "broken" else real(s, **k))
     answer = TfguardPlugin(base_plugin.TBContext(logdir=str(tmp_path / "logs"))).runs_answer()
     drawn = _draw(answer, tmp_path)

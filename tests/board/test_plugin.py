@@ -12,7 +12,7 @@ from tensorboard.plugins import base_plugin
 from werkzeug.test import Client
 
 from tfguard.board import TfguardPlugin
-from tfguard.events.records import frame_record
+from tfguard.events._records import frame_record
 
 from ..events.eventdata import scalar_event
 from .conftest import RUNS

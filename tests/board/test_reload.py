@@ -9,7 +9,7 @@ import time
 import pytest
 
 from tests.summary.tensorboard_server import poll, serve
-from tfguard.events.records import frame_record
+from tfguard.events._records import frame_record
 
 from ..events.eventdata import scalar_event
 from .conftest import RUNS, get

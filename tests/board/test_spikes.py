@@ -9,7 +9,7 @@ from tensorboard.plugins import base_plugin
 
 from tests.board.test_frontend import NODE, _draw
 from tfguard.board import TfguardPlugin
-from tfguard.board.views import run_view
+from tfguard.board._views import run_view
 from tfguard.diagnose import diagnose_logdir
 
 

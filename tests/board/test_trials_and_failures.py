@@ -23,7 +23,7 @@ def logdir(tmp_path_factory):
     import keras
 
     from tfguard import GuardViolation, Logger, guard
-    from tfguard.cli import main
+    from tfguard._cli import main
 
     root = tmp_path_factory.mktemp("tried")
     script, runs = root / "train.py", root / "runs"

@@ -3,7 +3,7 @@ import pytest
 import tensorflow as tf
 
 from tfguard import GuardViolation, checks
-from tfguard.errors import ContractError
+from tfguard._errors import ContractError
 
 
 def contract():

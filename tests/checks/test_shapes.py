@@ -2,7 +2,7 @@ import pytest
 import tensorflow as tf
 
 from tfguard import checks
-from tfguard.errors import ContractError
+from tfguard._errors import ContractError
 
 
 def test_shared_symbolic_dimension_binds_across_tensors():

@@ -2,9 +2,9 @@
 
 Every program trains a Keras model for a few seconds on scikit-learn data
 (the real 8x8 digits, or synthetic moons / regression sets) and writes the
-tags of `tfguard.tags` with `tf.summary` through `TagWriter`: epoch metrics,
+tags of `tfguard._tags` with `tf.summary` through `TagWriter`: epoch metrics,
 the per-step signals the instrumented train step computes
-(`tfguard.firewall.instrument`), the model description (`config/model`),
+(`tfguard._firewall.instrument`), the model description (`config/model`),
 the hparams and the static pipeline findings (`config/lint`). A
 `LiveDiagnosis` rides along on the same `fit`, so each program yields both
 an event-file run and the live findings.
@@ -25,10 +25,10 @@ import tensorflow as tf
 from sklearn.datasets import load_digits, make_moons, make_regression
 from tensorboard.plugins.hparams import api as hp
 
-from tfguard import invariants, tags
+from tfguard import _tags, invariants
+from tfguard._findings import strict_json
+from tfguard._firewall import instrument
 from tfguard.diagnose import LiveDiagnosis
-from tfguard.findings import strict_json
-from tfguard.firewall import instrument
 
 EVERY = 2  # scalars_every of the instrumented step
 
@@ -63,7 +63,7 @@ def regression(n=1000, target_scale=1.0):
 
 # -- the logger stand-in -----------------------------------------------------------
 class TagWriter(keras.callbacks.Callback):
-    """Writes the tags of tfguard.tags with tf.summary, the static lint findings it is given, and the invariant records.
+    """Writes the tags of tfguard._tags with tf.summary, the static lint findings it is given, and the invariant records.
 
     A plain writer over the instrumented step's records (not tfguard's
     Logger), so the rules are also tested on event files another writer made.
@@ -82,7 +82,7 @@ class TagWriter(keras.callbacks.Callback):
 
     def _on_invariant(self, record):
         with self.writer.as_default():
-            tf.summary.text(tags.INVARIANT_RECORDS, json.dumps(strict_json(record)),
+            tf.summary.text(_tags.INVARIANT_RECORDS, json.dumps(strict_json(record)),
                             step=record["step"])
 
     def _step(self):
@@ -93,14 +93,14 @@ class TagWriter(keras.callbacks.Callback):
             for tag, value in record.scalars.items():
                 tf.summary.scalar(tag, float(value), step=record.step)
             if record.moved and "loss" in record.logs:
-                tf.summary.scalar(tags.batch("loss"), record.logs["loss"], step=record.step)
+                tf.summary.scalar(_tags.batch("loss"), record.logs["loss"], step=record.step)
 
     def on_train_begin(self, logs=None):
-        from tfguard.lint.describe import describe_model
+        from tfguard.lint._describe import describe_model
 
         with self.writer.as_default():
             hp.hparams(self.hparams)
-            tf.summary.text(tags.CONFIG_MODEL, json.dumps(describe_model(self.model)), step=0)
+            tf.summary.text(_tags.CONFIG_MODEL, json.dumps(describe_model(self.model)), step=0)
             if self.lint:
                 tf.summary.text("config/lint", json.dumps([f.to_dict() for f in self.lint]), step=0)
         watch = invariants.watch(self.model, step=self._step)  # as the Logger listens to it
@@ -111,9 +111,9 @@ class TagWriter(keras.callbacks.Callback):
         invariants.watch(self.model).end_epoch(epoch)
         step = self._step()
         with self.writer.as_default():
-            tf.summary.scalar(tags.EPOCH, epoch, step=step)
+            tf.summary.scalar(_tags.EPOCH, epoch, step=step)
             for name, value in (logs or {}).items():
-                tf.summary.scalar(tags.from_keras_log(name), float(value), step=step)
+                tf.summary.scalar(_tags.from_keras_log(name), float(value), step=step)
         self.writer.flush()
 
     def on_train_end(self, logs=None):
@@ -280,7 +280,7 @@ def buggy_label_range():
 
 
 def buggy_pipeline_order():
-    from tfguard.lint.dataset import lint_dataset
+    from tfguard.lint._dataset import lint_dataset
 
     (x, y), val = digits()
     order = np.argsort(y, kind="stable")

@@ -7,9 +7,9 @@ import dataclasses
 import numpy as np
 import pytest
 
+from tfguard._errors import ContractError
 from tfguard.diagnose import RULES, SYMPTOMS, Finding, Signals, Thresholds
-from tfguard.diagnose.inputs.signals import epochs_for
-from tfguard.errors import ContractError
+from tfguard.diagnose._inputs.signals import epochs_for
 
 PUBLISHED = ("nonfinite", "exploding_gradient", "vanishing_gradient", "dead_relu",
              "saturated_activation", "oscillating_loss", "slow_convergence", "no_learning",

@@ -22,17 +22,17 @@ import keras
 import numpy as np
 import pytest
 
-from tfguard import tags
+from tfguard import _tags
+from tfguard._findings_table import findings_blocks
 from tfguard.diagnose import LiveDiagnosis, Signals, Thresholds, diagnose
-from tfguard.diagnose.rules.activations import dead_relu
-from tfguard.diagnose.rules.data import label_range
-from tfguard.diagnose.rules.invariants import collapsed_output, labels_ignored, untrained_variable
-from tfguard.diagnose.rules.loss_curve import no_learning
-from tfguard.diagnose.rules.optimizer import learning_rate
-from tfguard.diagnose.rules.pipeline import input_bound
-from tfguard.findings_table import findings_blocks
+from tfguard.diagnose._rules.activations import dead_relu
+from tfguard.diagnose._rules.data import label_range
+from tfguard.diagnose._rules.invariants import collapsed_output, labels_ignored, untrained_variable
+from tfguard.diagnose._rules.loss_curve import no_learning
+from tfguard.diagnose._rules.optimizer import learning_rate
+from tfguard.diagnose._rules.pipeline import input_bound
 from tfguard.invariants import collapse, determinism, forget, watch
-from tfguard.invariants.labels import labels_read, metrics_read
+from tfguard.invariants._labels import labels_read, metrics_read
 
 from . import user_programs as U
 from . import user_programs_evidence as E
@@ -140,8 +140,8 @@ def test_an_undecided_record_makes_no_finding():
     undecided = {"check": "labels_ignored", "ok": None, "where": None, "step": 1, "epoch": 0,
                  "evidence": {"undecided": "the model's predictions on the batch are not finite"}}
     failed = {**undecided, "ok": False, "where": "model", "evidence": {"loss": 0.3}}
-    assert labels_ignored(Signals(texts={tags.INVARIANT_RECORDS: [(1, json.dumps(undecided))]}), TH) == []
-    assert labels_ignored(Signals(texts={tags.INVARIANT_RECORDS: [(1, json.dumps(failed))]}), TH)
+    assert labels_ignored(Signals(texts={_tags.INVARIANT_RECORDS: [(1, json.dumps(undecided))]}), TH) == []
+    assert labels_ignored(Signals(texts={_tags.INVARIANT_RECORDS: [(1, json.dumps(failed))]}), TH)
 
 
 @pytest.mark.parametrize("name", ["augmentation_before_rescaling", "token_ids_beside_float_tags",
@@ -184,7 +184,7 @@ def test_a_first_batch_the_firewall_skipped_is_not_read_as_labels_ignored(tmp_pa
     result = U.run(program, tmp_path)
     (d,) = result.diagnoses
     assert "labels_ignored" not in d.ids
-    records = [json.loads(t) for _, t in d.signals.texts[tags.INVARIANT_RECORDS]]
+    records = [json.loads(t) for _, t in d.signals.texts[_tags.INVARIANT_RECORDS]]
     assert [r["ok"] for r in records if r["check"] == "labels_ignored"] == [True]  # on batch 2
 
 
@@ -199,7 +199,7 @@ def test_a_layer_is_never_reported_below_the_threshold_it_states():
 
 
 def _records(*records):
-    return {tags.INVARIANT_RECORDS: [(r["step"], json.dumps(r)) for r in records]}
+    return {_tags.INVARIANT_RECORDS: [(r["step"], json.dumps(r)) for r in records]}
 
 
 def test_a_run_whose_accuracy_reaches_the_top_is_neither_collapsed_nor_hurt_by_an_unmoved_variable():
@@ -302,8 +302,8 @@ def test_a_first_loss_of_zero_is_a_batch_without_weight():
 # -- item 6: input_bound only for a wait a pipeline change wins back -----------------------------------
 def _waits(cpu_wait, lint=()):
     steps = [11, 21, 31, 41]
-    return Signals.from_arrays({tags.INPUT_WAIT_FRACTION: (steps, [0.6, 0.7, 0.65, 0.6]),
-                                tags.CPU_WAIT_FRACTION: (steps, [cpu_wait] * 4)}, lint=list(lint))
+    return Signals.from_arrays({_tags.INPUT_WAIT_FRACTION: (steps, [0.6, 0.7, 0.65, 0.6]),
+                                _tags.CPU_WAIT_FRACTION: (steps, [cpu_wait] * 4)}, lint=list(lint))
 
 
 def test_a_wait_on_a_busy_machine_is_no_input_bound_unless_a_stage_is_slow():
@@ -344,7 +344,7 @@ def test_a_small_in_memory_regression_beside_two_cpu_bound_processes_is_not_inpu
             hog.kill()
         _pin(cpus)
     signals = live.recorder.signals()
-    busy = signals.series(tags.CPU_WAIT_FRACTION)
+    busy = signals.series(_tags.CPU_WAIT_FRACTION)
     assert busy is not None and np.median(busy.values) > TH.cpu_wait_max
     assert not diagnose(signals).by_id("input_bound")
 
@@ -378,7 +378,7 @@ def test_the_report_read_through_a_pipe_is_blocks_once_per_finding_with_no_word_
 
 
 def test_blocks_wrap_at_words_under_an_indent():
-    from tfguard.findings import Finding
+    from tfguard._findings import Finding
 
     long = Finding("dead_relu", "warning", "BatchNormalization " * 12, where="block/BatchNormalization",
                    suggestion="Use LeakyReLU in 'block/BatchNormalization'.", onset_step=3)

@@ -3,14 +3,14 @@
 `StandardScaler` on a feature that is almost always 0 puts its few other rows `sqrt(n / k)`
 standard deviations out (d4ml-006: 39, MNIST pixels, a VAE whose `exp(log_var)` overflows). The
 per-batch statistics look normalized; the in-memory `x` given to `fit` shows the rows
-(`tfguard.lint.outliers`), and the diagnosis names them only in a run training showed hurt.
+(`tfguard.lint._outliers`), and the diagnosis names them only in a run training showed hurt.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from tfguard.lint.outliers import MAX_RATIO, lint_outliers
+from tfguard.lint._outliers import MAX_RATIO, lint_outliers
 
 from . import user_programs as U
 

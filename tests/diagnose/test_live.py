@@ -78,7 +78,7 @@ def test_subclassed_hook_sees_each_symptom_once():
 
 
 def test_firewall_events_reach_the_live_diagnosis(tmp_path):
-    from tfguard.firewall import guard
+    from tfguard._firewall import guard
 
     keras.utils.set_random_seed(0)
     x, y = _digits_like()

@@ -13,12 +13,12 @@ from __future__ import annotations
 import keras
 import numpy as np
 
-from tfguard import tags
+from tfguard import _tags
 from tfguard.diagnose import LiveDiagnosis, diagnose_logdir
 from tfguard.summary import Logger
 
 # written only by the Logger: its own bookkeeping, not a signal of the training
-LOGGER_ONLY = {tags.STEPS_PER_SECOND}
+LOGGER_ONLY = {_tags.STEPS_PER_SECOND}
 
 
 def _fit(tmp_path):
@@ -51,9 +51,9 @@ def test_live_and_offline_diagnoses_see_the_same_signals_and_findings(tmp_path):
     live_names = set(live_signals.scalars)
     offline_names = set(offline_signals.scalars) - LOGGER_ONLY
     assert live_names == offline_names, (live_names ^ offline_names)
-    assert tags.LEARNING_RATE in live_names and "train/learning_rate" not in offline_names
+    assert _tags.LEARNING_RATE in live_names and "train/learning_rate" not in offline_names
     # the learning rate halved every epoch (min_delta makes every epoch a plateau), seen alike
-    lr_live, lr_offline = live_signals.series(tags.LEARNING_RATE), offline_signals.series(tags.LEARNING_RATE)
+    lr_live, lr_offline = live_signals.series(_tags.LEARNING_RATE), offline_signals.series(_tags.LEARNING_RATE)
     assert lr_offline.values[-1] < lr_offline.values[0]
     np.testing.assert_allclose(lr_live.values[-1], lr_offline.values[-1], rtol=1e-6)
     assert not any("learning_rate" in tag for tag in [*offline.metrics, *live.diagnosis.metrics])

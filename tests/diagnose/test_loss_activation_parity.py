@@ -2,7 +2,7 @@
 
 Lint reads the live model (`lint_model`), the diagnosis the model
 description the Logger writes (`describe_model`, stored as JSON in the run's
-event file); both apply the one rule table `tfguard.losses.MISMATCH_RULES`.
+event file); both apply the one rule table `tfguard._losses.MISMATCH_RULES`.
 Every row of that table is reached by a real compiled Keras model below, and
 each model gets the same codes and severities from both: from a fresh
 description, from one written before the description carried the loss's
@@ -18,11 +18,11 @@ import keras
 import numpy as np
 import pytest
 
+from tfguard._losses import MISMATCH_RULES
 from tfguard.diagnose import Signals, Thresholds, diagnose_logdir
-from tfguard.diagnose.rules.contract import loss_activation_mismatch
-from tfguard.lint.describe import describe_model
-from tfguard.lint.model_lint import lint_model
-from tfguard.losses import MISMATCH_RULES
+from tfguard.diagnose._rules.contract import loss_activation_mismatch
+from tfguard.lint._describe import describe_model
+from tfguard.lint._model_lint import lint_model
 from tfguard.summary import Logger
 
 L = keras.layers

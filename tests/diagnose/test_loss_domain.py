@@ -2,7 +2,7 @@
 
 A linear output fed to a clipped binary cross-entropy written by hand: `1 - p` above 1 makes the
 loss negative, training pushes the output below 0 and the accuracy stays at chance. The loss is a
-function tfguard cannot read, so the check asks it (`tfguard.invariants.loss_domain`); a loss
+function tfguard cannot read, so the check asks it (`tfguard.invariants._loss_domain`); a loss
 negative by design (cosine similarity) and losses on scores (from_logits, hinge) stay quiet.
 """
 
@@ -14,8 +14,8 @@ import keras
 import numpy as np
 import pytest
 
-from tfguard import tags
-from tfguard.invariants.loss_domain import domain_read
+from tfguard import _tags
+from tfguard.invariants._loss_domain import domain_read
 
 from . import user_programs as U
 
@@ -48,7 +48,7 @@ def _run(program: U.UserProgram, tmp_path):
     result = U.run(program, tmp_path)
     assert result.exit_code == 0, result.traceback
     (diagnosis,) = result.diagnoses
-    records = [json.loads(t) for _, t in diagnosis.signals.texts.get(tags.INVARIANT_RECORDS, [])]
+    records = [json.loads(t) for _, t in diagnosis.signals.texts.get(_tags.INVARIANT_RECORDS, [])]
     alarms = [f for f in diagnosis.findings if f.severity in ALARMS]
     return alarms, [r for r in records if r["check"] == "loss_domain"]
 

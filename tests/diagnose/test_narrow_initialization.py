@@ -14,11 +14,11 @@ import math
 import numpy as np
 import pytest
 
+from tfguard._findings import Finding
 from tfguard.diagnose import Signals, Thresholds
-from tfguard.diagnose.causes import by_cause
-from tfguard.diagnose.rules.gradients import vanishing_gradient
-from tfguard.diagnose.rules.initialization import too_narrow
-from tfguard.findings import Finding
+from tfguard.diagnose._causes import by_cause
+from tfguard.diagnose._rules.gradients import vanishing_gradient
+from tfguard.diagnose._rules.initialization import too_narrow
 
 from . import user_programs as U
 

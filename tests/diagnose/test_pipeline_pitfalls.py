@@ -17,10 +17,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfguard import tags
+from tfguard import _tags
 from tfguard.attach import run_script
 from tfguard.diagnose import LiveDiagnosis, diagnose
-from tfguard.diagnose.thresholds import Thresholds
+from tfguard.diagnose._thresholds import Thresholds
 from tfguard.lint import lint_dataset
 
 SYMPTOMS_SHOWN = ("input_bound", "python_in_pipeline")
@@ -62,8 +62,8 @@ def _train(ds):
 def test_a_slow_pipeline_is_input_bound_with_its_stage_named_and_a_fast_one_is_not():
     slow = _train(slow_pipeline())
     fast = _train(fast_pipeline())
-    slow_wait = slow.recorder.signals().series(tags.INPUT_WAIT_FRACTION)
-    fast_wait = fast.recorder.signals().series(tags.INPUT_WAIT_FRACTION)
+    slow_wait = slow.recorder.signals().series(_tags.INPUT_WAIT_FRACTION)
+    fast_wait = fast.recorder.signals().series(_tags.INPUT_WAIT_FRACTION)
     assert slow_wait is not None and fast_wait is not None and len(slow_wait) >= 10
     # waiting is most of a slow step, well under the rule's threshold for a fast one
     limit = Thresholds().input_wait_max

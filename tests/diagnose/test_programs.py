@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tfguard.diagnose import SYMPTOMS
-from tfguard.diagnose.causes import INVARIANTS
+from tfguard.diagnose._causes import INVARIANTS
 
 from . import programs
 from .test_pipeline_pitfalls import SYMPTOMS_SHOWN

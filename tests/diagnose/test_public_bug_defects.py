@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from tfguard.diagnose import Signals, Thresholds
-from tfguard.diagnose.rules.gradients import vanishing_gradient
-from tfguard.diagnose.rules.optimizer import learning_rate
-from tfguard.lint.validation_split import lint_validation_split
+from tfguard.diagnose._rules.gradients import vanishing_gradient
+from tfguard.diagnose._rules.optimizer import learning_rate
+from tfguard.lint._validation_split import lint_validation_split
 
 from . import user_programs as U
 

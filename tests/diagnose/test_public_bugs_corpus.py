@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tfguard.findings import SYMPTOMS
+from tfguard._findings import SYMPTOMS
 
 CORPUS = Path(__file__).resolve().parents[2] / "benchmarks" / "public_bugs"
 FOLDERS = sorted(p for p in CORPUS.iterdir() if p.is_dir())

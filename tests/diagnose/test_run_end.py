@@ -13,7 +13,7 @@ import keras
 import numpy as np
 import pytest
 
-from tfguard.cli import main
+from tfguard._cli import main
 from tfguard.diagnose import diagnose_logdir
 from tfguard.summary import Logger
 

@@ -15,15 +15,15 @@ import numpy as np
 import pytest
 from rich.console import Console
 
+from tfguard._findings import Finding
 from tfguard.diagnose import Signals, Thresholds, diagnose
-from tfguard.diagnose.causes import by_measured_fix
-from tfguard.diagnose.report.html_page import render_html
-from tfguard.diagnose.report.terminal import render_run
-from tfguard.diagnose.rules.activations import dead_relu
-from tfguard.diagnose.rules.contract import loss_activation_mismatch
-from tfguard.diagnose.rules.gradients import exploding_gradient
-from tfguard.findings import Finding
-from tfguard.lint.lookup import input_uses
+from tfguard.diagnose._causes import by_measured_fix
+from tfguard.diagnose._report.html_page import render_html
+from tfguard.diagnose._report.terminal import render_run
+from tfguard.diagnose._rules.activations import dead_relu
+from tfguard.diagnose._rules.contract import loss_activation_mismatch
+from tfguard.diagnose._rules.gradients import exploding_gradient
+from tfguard.lint._lookup import input_uses
 
 from . import user_programs as U
 from . import user_programs_trust as T

@@ -13,7 +13,7 @@ import pytest
 
 import tfguard
 from tfguard.diagnose import LiveDiagnosis, diagnose_logdir
-from tfguard.remedies.catalogue import remedies_for
+from tfguard.remedies._catalogue import remedies_for
 from tfguard.summary import Logger
 
 
@@ -65,7 +65,7 @@ def test_live_diagnosis_names_the_validation_data(run):
 
 def test_nan_in_the_training_loss_is_still_the_training(run):
     from tfguard.diagnose import Signals, Thresholds
-    from tfguard.diagnose.rules.numeric import nonfinite
+    from tfguard.diagnose._rules.numeric import nonfinite
 
     nan = float("nan")
     signals = Signals.from_arrays({"train/loss": ([1, 2, 3], [1.0, nan, nan]),

@@ -24,8 +24,8 @@ def main(settings: dict) -> int:
     import tensorflow as tf
 
     import tfguard
-    from tfguard.distribute import multiworker
-    from tfguard.errors import WorkerLostError
+    from tfguard._distribute import multiworker
+    from tfguard._errors import WorkerLostError
 
     started = time.time()
     options = tf.distribute.experimental.CommunicationOptions(

@@ -1,6 +1,6 @@
 """Canaries of the private Keras surface the keras#20585 workaround replaces, each naming Keras's version.
 
-`tfguard.distribute.keras_20585` overrides two private `Trainer` methods
+`tfguard._distribute.keras_20585` overrides two private `Trainer` methods
 on one model and calls two more; these tests check, without a cluster,
 that Keras still calls them where the workaround expects (a real
 multi-worker `fit` is `tests/distribute/test_multiworker.py`).

@@ -23,8 +23,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfguard.distribute import multiworker
-from tfguard.errors import ContractError, TfguardError, WorkerLostError
+from tfguard._distribute import multiworker
+from tfguard._errors import ContractError, TfguardError, WorkerLostError
 
 WORKER = Path(__file__).with_name("multiworker_worker.py")
 WORKERS = 2
@@ -397,7 +397,7 @@ def _raw_steps(logdir: Path, tag: str) -> list[list[int]]:
     """The steps of every record of `tag`, per event file in write order (no reader in between)."""
     from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
 
-    from tfguard.events.run import event_files
+    from tfguard.events._run import event_files
 
     return [
         [
@@ -436,7 +436,7 @@ def _session_starts(logdir: Path) -> list[list[int]]:
     from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
     from tensorboard.compat.proto import event_pb2
 
-    from tfguard.events.run import event_files
+    from tfguard.events._run import event_files
 
     return [
         [

@@ -13,7 +13,7 @@ import struct
 from tensorboard.compat.proto import event_pb2, summary_pb2
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
-from tfguard.events.records import frame_record
+from tfguard.events._records import frame_record
 
 
 def scalar_event(tag: str, step: int, value: float, wall_time: float = 1000.0) -> event_pb2.Event:

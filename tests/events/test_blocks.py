@@ -1,6 +1,6 @@
 """Runs of same-length records read with numpy give exactly what the per-record path gives.
 
-The block path (`tfguard.events.blocks`, `tfguard.events.template`) is an
+The block path (`tfguard.events._blocks`, `tfguard.events._template`) is an
 optimisation: on any file, damaged or not, a run read with it must equal the
 run read record by record (`MIN_BLOCK` set out of reach).
 """
@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 from tensorboard.compat.proto import event_pb2
 
 from tests.events.eventdata import legacy_scalar_event, scalar_event
-from tfguard.events import blocks, read_run
-from tfguard.events.blocks import find_block, masked_crc32c_rows
-from tfguard.events.records import frame_record, iter_record_blocks, masked_crc32c
-from tfguard.events.template import ScalarTemplate, factorize
+from tfguard.events import _blocks, read_run
+from tfguard.events._blocks import find_block, masked_crc32c_rows
+from tfguard.events._records import frame_record, iter_record_blocks, masked_crc32c
+from tfguard.events._template import ScalarTemplate, factorize
 
 
 def _read_both(data: bytes, **kwargs):
@@ -30,11 +30,11 @@ def _read_both(data: bytes, **kwargs):
         with open(os.path.join(logdir, "events.out.tfevents.1.h"), "wb") as f:
             f.write(data)
         fast = read_run(logdir, **kwargs)
-        saved, blocks.MIN_BLOCK = blocks.MIN_BLOCK, 10**12
+        saved, _blocks.MIN_BLOCK = _blocks.MIN_BLOCK, 10**12
         try:
             slow = read_run(logdir, **kwargs)
         finally:
-            blocks.MIN_BLOCK = saved
+            _blocks.MIN_BLOCK = saved
     return fast, slow
 
 

@@ -10,10 +10,10 @@ import pytest
 from tensorboard.compat.proto import event_pb2
 
 from tests.events.eventdata import legacy_scalar_event, scalar_event
-from tfguard.events import collect as collect_module
-from tfguard.events.collect import Collector
-from tfguard.events.columns import aligned_columns
-from tfguard.events.selection import Selection
+from tfguard.events import _collect as collect_module
+from tfguard.events._collect import Collector
+from tfguard.events._columns import aligned_columns
+from tfguard.events._selection import Selection
 
 
 def _mixed_records(seed: int, count: int = 4000) -> list[bytes]:

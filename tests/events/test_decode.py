@@ -31,9 +31,9 @@ from tests.events.eventdata import (
     legacy_scalar_event,
     write_with_event_file_writer,
 )
-from tfguard import tags
+from tfguard import _tags
 from tfguard.events import HistogramPoint, ImageInfo, read_run
-from tfguard.events.decode import (
+from tfguard.events._decode import (
     histogram_buckets,
     image_entries,
     legacy_scalar,
@@ -55,8 +55,8 @@ def test_tf2_scalars_round_trip_with_steps_wall_times_and_float32_values(tmp_pat
 
     def body():
         for step in range(5):
-            tf.summary.scalar(tags.train("loss"), 1.0 / (step + 1), step=step)
-            tf.summary.scalar(tags.grad_norm("dense_1"), float(step), step=step)
+            tf.summary.scalar(_tags.train("loss"), 1.0 / (step + 1), step=step)
+            tf.summary.scalar(_tags.grad_norm("dense_1"), float(step), step=step)
 
     _write(tmp_path, body)
     run = read_run(tmp_path)
@@ -88,7 +88,7 @@ def test_tf2_histograms_round_trip_as_k_by_3_buckets(tmp_path):
     data = np.array([0.0, 1.0, 1.0, 2.0, 9.0])
 
     def body():
-        tf.summary.histogram(tags.hist_weights("dense/kernel"), data, step=3, buckets=4)
+        tf.summary.histogram(_tags.hist_weights("dense/kernel"), data, step=3, buckets=4)
 
     _write(tmp_path, body)
     (point,) = read_run(tmp_path).histograms["hist/weights/dense/kernel"]
@@ -100,7 +100,7 @@ def test_tf2_histograms_round_trip_as_k_by_3_buckets(tmp_path):
 
 def test_tf2_text_round_trip(tmp_path):
     def body():
-        tf.summary.text(tags.GUARD_EVENTS, "step 3: **NaN** in `dense_1` ✓", step=3)
+        tf.summary.text(_tags.GUARD_EVENTS, "step 3: **NaN** in `dense_1` ✓", step=3)
         tf.summary.text("table", [["a", "b"], ["c", "d"]], step=4)
 
     _write(tmp_path, body)
@@ -115,7 +115,7 @@ def test_tf2_images_give_sizes_and_bytes_only_when_asked(tmp_path):
     pixels = np.random.default_rng(0).random((2, 6, 5, 3)).astype(np.float32)
 
     def body():
-        tf.summary.image(tags.IMAGES_INPUTS, pixels, step=2, max_outputs=2)
+        tf.summary.image(_tags.IMAGES_INPUTS, pixels, step=2, max_outputs=2)
 
     _write(tmp_path, body)
     infos = read_run(tmp_path).images["images/inputs"]

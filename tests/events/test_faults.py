@@ -22,7 +22,7 @@ from tensorboard.compat.proto import event_pb2
 
 from tests.events.eventdata import record_spans, scalar_event, write_framed
 from tfguard.events import read_run
-from tfguard.events.records import MAX_RECORD_BYTES, iter_records, masked_crc32c
+from tfguard.events._records import MAX_RECORD_BYTES, iter_records, masked_crc32c
 
 N_RECORDS = 6
 

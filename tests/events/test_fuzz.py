@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from tests.events.eventdata import record_spans, scalar_event
 from tfguard.events import read_run
-from tfguard.events.records import frame_record, iter_records, masked_crc32c
+from tfguard.events._records import frame_record, iter_records, masked_crc32c
 
 TAGS = ["loss", "grad_norm/dense_1", "été"]
 

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from tests.events.eventdata import scalar_event, write_framed
-from tfguard.errors import EventFileError
+from tfguard._errors import EventFileError
 from tfguard.events import find_runs, read_logdir
 
 

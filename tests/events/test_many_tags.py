@@ -16,13 +16,13 @@ import pytest
 from tensorboard.compat.proto import event_pb2, types_pb2
 
 from tests.events.eventdata import scalar_event
-from tfguard.events import collect
-from tfguard.events.records import frame_record
-from tfguard.events.run import read_run
+from tfguard.events import _collect
+from tfguard.events._records import frame_record
+from tfguard.events._run import read_run
 
 MEASURE = """
 import sys, time
-from tfguard.cli import main
+from tfguard._cli import main
 start = time.perf_counter()
 status = main(["diagnose", sys.argv[1]])
 seconds = time.perf_counter() - start
@@ -57,7 +57,7 @@ def _text_record(tag: str, text: str, step: int) -> bytes:
 
 
 def test_tags_past_the_cap_are_counted_as_damage_and_own_tags_still_read(tmp_path, monkeypatch):
-    monkeypatch.setattr(collect, "MAX_TAGS", 100)
+    monkeypatch.setattr(_collect, "MAX_TAGS", 100)
     path = str(tmp_path / "run" / "events.out.tfevents.1.host")
     _one_point_tags(path, 300, tail=_text_record("run/status", '{"status": "completed"}', 9))
     run = read_run(str(tmp_path / "run"))
@@ -88,8 +88,8 @@ def test_a_million_one_point_tags_stay_within_300_mb(tmp_path):
 
 
 def test_tfguard_own_tags_past_the_cap_are_bounded_too(tmp_path, monkeypatch):
-    monkeypatch.setattr(collect, "MAX_TAGS", 100)
-    monkeypatch.setattr(collect, "MAX_OWN_TAGS", 10)
+    monkeypatch.setattr(_collect, "MAX_TAGS", 100)
+    monkeypatch.setattr(_collect, "MAX_OWN_TAGS", 10)
     path = str(tmp_path / "run" / "events.out.tfevents.1.host")
     own = b"".join(_text_record(f"guard/x{k}", "-", 1) for k in range(50))
     _one_point_tags(path, 300, tail=own + _text_record("run/status", "{}", 9))

@@ -9,7 +9,7 @@ import struct
 import tensorflow as tf
 
 from tests.events.eventdata import record_spans, scalar_event, write_framed
-from tfguard.events.records import frame_record, iter_records, masked_crc32c
+from tfguard.events._records import frame_record, iter_records, masked_crc32c
 
 
 def _read_all(path, **kwargs):

@@ -10,9 +10,9 @@ import pytest
 import tensorflow as tf
 
 from tests.events.eventdata import scalar_event, write_framed
-from tfguard.errors import ContractError, EventFileError
+from tfguard._errors import ContractError, EventFileError
 from tfguard.events import Run, read_run
-from tfguard.events.run import event_files
+from tfguard.events._run import event_files
 
 
 def test_several_files_are_read_in_timestamp_order_and_the_later_file_wins(tmp_path):
@@ -148,7 +148,7 @@ def test_event_files_ignores_other_files_and_directories(tmp_path):
 
 
 def _start(step: int):
-    from tfguard.summary.writers import session_start_event
+    from tfguard.summary._writers import session_start_event
 
     return session_start_event(step, wall_time=2000.0)
 
@@ -156,7 +156,7 @@ def _start(step: int):
 def _text_event(tag: str, step: int, text: str):
     from tensorboard.compat.proto import event_pb2
 
-    from tfguard.summary.writers import text_value
+    from tfguard.summary._writers import text_value
 
     event = event_pb2.Event(step=step, wall_time=1000.0)
     event.summary.value.append(text_value(tag, text))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tfguard.errors import ContractError
-from tfguard.events.selection import Selection
+from tfguard._errors import ContractError
+from tfguard.events._selection import Selection
 
 
 def test_tags_and_prefixes_are_a_union():

@@ -6,9 +6,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfguard.firewall.apply_interception import FirewallContext
-from tfguard.hooks import context
-from tfguard.hooks.context import add_outside_interceptor, remove_outside_interceptor
+from tfguard._firewall.apply_interception import FirewallContext
+from tfguard._hooks import context
+from tfguard._hooks.context import add_outside_interceptor, remove_outside_interceptor
 
 _BATCH = (tf.constant([[1.0, -2.0], [0.5, 3.0], [0.0, 1.0], [2.0, 2.0]]), tf.fill((4, 1), 3.0))
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfguard.firewall.stages import Flag, Slot, counted_flag
-from tfguard.firewall.step import decide
+from tfguard._firewall.stages import Flag, Slot, counted_flag
+from tfguard._firewall.step import decide
 
 NAN, INF = float("nan"), float("inf")
 

@@ -4,7 +4,7 @@ The model has an `Embedding` (a sparse gradient) and a `Dense` (dense
 gradients). Each optimizer runs held (`hold_bytes` at its default: the
 update is written, then rolled back when the step is rejected) and gated
 (`hold_bytes=0`: the update is computed without being written first,
-`tfguard.hooks.dry_run`). Plain Keras's sparse updates of Adagrad,
+`tfguard._hooks.dry_run`). Plain Keras's sparse updates of Adagrad,
 Adadelta, Adafactor and centered RMSprop raise on a NaN gradient after
 writing part of it; under the guard a rejected step never reaches them.
 """

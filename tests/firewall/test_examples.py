@@ -16,8 +16,8 @@ import keras
 import numpy as np
 
 import tfguard
-from tfguard.forensics.examples import fingerprint, rows_at_fault
-from tfguard.summary.runinfo import guard_event_json
+from tfguard._forensics.examples import fingerprint, rows_at_fault
+from tfguard.summary._runinfo import guard_event_json
 
 BAD_ROW = 1234
 

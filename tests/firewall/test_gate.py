@@ -9,7 +9,7 @@ import pytest
 import tfguard
 from tests.firewall import foreign
 from tests.summary.readback import read_run
-from tfguard.hooks.transaction import Transaction, tf_variable
+from tfguard._hooks.transaction import Transaction, tf_variable
 
 
 def _classifier():

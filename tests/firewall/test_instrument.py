@@ -15,10 +15,10 @@ import tfguard  # noqa: E402
 from tests.conftest import deep_mlp  # noqa: E402
 from tests.graphs import foldable  # noqa: E402
 from tests.summary.conftest import tiny_cnn  # noqa: E402
-from tfguard import tags  # noqa: E402
-from tfguard.firewall import instrument  # noqa: E402
-from tfguard.firewall.config import GuardConfig  # noqa: E402
-from tfguard.signals.record import HISTOGRAMS, SCALARS  # noqa: E402
+from tfguard import _tags  # noqa: E402
+from tfguard._firewall import instrument  # noqa: E402
+from tfguard._firewall.config import GuardConfig  # noqa: E402
+from tfguard._signals.record import HISTOGRAMS, SCALARS  # noqa: E402
 
 BOTH = frozenset({SCALARS, HISTOGRAMS})
 
@@ -66,13 +66,13 @@ def test_signals_arrive_on_the_recording_steps_only():
     model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)  # 12 steps
     # a step records when the iterations before it are a multiple: 0, 3, 4, 6, 8, 9 -> after: +1
     assert [step for step, _ in seen] == [1, 4, 5, 7, 9, 10]
-    scalar_steps = [s for s, sig in seen if tags.GLOBAL_GRAD_NORM in sig]
+    scalar_steps = [s for s, sig in seen if _tags.GLOBAL_GRAD_NORM in sig]
     hist_steps = [s for s, sig in seen if any(t.startswith("hist/") for t in sig)]
     assert scalar_steps == [1, 4, 7, 10] and hist_steps == [1, 5, 9]
 
 
 def test_the_plain_step_holds_no_signal_op_and_the_recording_step_is_traced_once(monkeypatch):
-    from tfguard.firewall.host import HostLoop
+    from tfguard._firewall.host import HostLoop
 
     monkeypatch.setattr(HostLoop, "rent_before_buying", 0.0)  # the plain trace is worth tracing at once
     x, y = _data()
@@ -83,11 +83,11 @@ def test_the_plain_step_holds_no_signal_op_and_the_recording_step_is_traced_once
     plans = inst.plans
     assert set(plans) == {frozenset(), BOTH}  # the scalars-only trace was never due: never built
     assert plans[frozenset()].scalar_keys == [] and plans[frozenset()].histogram_keys == []
-    assert tags.GLOBAL_GRAD_NORM in plans[BOTH].scalar_keys
+    assert _tags.GLOBAL_GRAD_NORM in plans[BOTH].scalar_keys
     assert any(k.startswith("hist/gradients/") for k in plans[BOTH].histogram_keys)
     # weights after the update are the host's to bucket, outside the graph
     assert not any(k.startswith("hist/weights/") for k in plans[BOTH].histogram_keys)
-    assert {tag for tag, _ in plans[BOTH].host_histograms} == {tags.hist_weights(v.path) for v in model.weights}
+    assert {tag for tag, _ in plans[BOTH].host_histograms} == {_tags.hist_weights(v.path) for v in model.weights}
 
 
 def _traces_run(inst):
@@ -116,7 +116,7 @@ def test_a_short_fit_of_a_listened_to_model_runs_its_idle_steps_on_the_recording
 
 
 def test_a_listened_to_model_traces_the_plain_step_once_its_idle_steps_spent_the_traces_price(monkeypatch):
-    from tfguard.firewall.host import HostLoop
+    from tfguard._firewall.host import HostLoop
 
     x, y = _data()
     model = tiny_cnn()
@@ -146,12 +146,12 @@ def test_a_guarded_model_that_is_listened_to_has_one_trace_and_records_on_its_st
     assert [step for step, _ in seen] == [1, 4, 5, 7, 9, 10]
     hist_steps = [s for s, sig in seen if any(t.startswith("hist/") for t in sig)]
     assert hist_steps == [1, 5, 9]
-    norms = {s: sig[tags.GLOBAL_GRAD_NORM] for s, sig in seen if tags.GLOBAL_GRAD_NORM in sig}
+    norms = {s: sig[_tags.GLOBAL_GRAD_NORM] for s, sig in seen if _tags.GLOBAL_GRAD_NORM in sig}
     assert list(norms) == [1, 4, 7, 10] and all(value > 0 for value in norms.values())
 
 
 def test_a_large_model_that_is_listened_to_has_one_trace_and_records_on_its_steps_only(monkeypatch):
-    from tfguard.firewall import host
+    from tfguard._firewall import host
 
     monkeypatch.setattr(host, "HOLD_BYTES", 0)  # every model is 'large' now
     x, y = _data()
@@ -182,13 +182,13 @@ def test_weight_norm_and_update_ratio_match_numpy(shape):
     step, got = seen[-1]
     assert step == 2
     assert {t for t in got if t.startswith(("weight_norm/", "update_ratio/"))} == (
-        {tags.weight_norm(k) for k in after} | {tags.update_ratio(k) for k in after}
+        {_tags.weight_norm(k) for k in after} | {_tags.update_ratio(k) for k in after}
     )
     for key in after:
-        np.testing.assert_allclose(got[tags.weight_norm(key)], np.linalg.norm(after[key]), rtol=1e-5)
+        np.testing.assert_allclose(got[_tags.weight_norm(key)], np.linalg.norm(after[key]), rtol=1e-5)
         expected = np.linalg.norm(after[key] - before[key]) / np.linalg.norm(before[key])
-        np.testing.assert_allclose(got[tags.update_ratio(key)], expected, rtol=1e-4)
-        assert 0 < got[tags.update_ratio(key)] < 1
+        np.testing.assert_allclose(got[_tags.update_ratio(key)], expected, rtol=1e-4)
+        assert 0 < got[_tags.update_ratio(key)] < 1
 
 
 def test_a_layer_with_all_zero_weights_has_no_ratio():
@@ -198,9 +198,9 @@ def test_a_layer_with_all_zero_weights_has_no_ratio():
     _, seen = _listen(model, scalars_every=1, weights=True)
     model.fit(x, np.ones((8, 2), "float32"), batch_size=8, verbose=0)
     (_, got), = seen
-    assert tags.update_ratio("z") not in got  # the step computes NO_RATIO; listeners never see it
-    assert got[tags.weight_norm("z")] > 0  # the update moved it off zero
-    assert tags.update_ratio("z") in instrument(model).plan.scalar_keys  # computed, as NO_RATIO
+    assert _tags.update_ratio("z") not in got  # the step computes NO_RATIO; listeners never see it
+    assert got[_tags.weight_norm("z")] > 0  # the update moved it off zero
+    assert _tags.update_ratio("z") in instrument(model).plan.scalar_keys  # computed, as NO_RATIO
 
 
 def test_weight_histograms_cover_every_float_weight_after_the_update():
@@ -209,7 +209,7 @@ def test_weight_histograms_cover_every_float_weight_after_the_update():
     _, seen = _listen(model, histograms_every=1, histogram_kinds=("weights",))
     model.fit(x, y, batch_size=8, verbose=0)
     (_, got), = seen
-    weights = {tags.hist_weights(v.path): v.numpy() for v in model.weights}
+    weights = {_tags.hist_weights(v.path): v.numpy() for v in model.weights}
     assert {t for t in got if t.startswith("hist/weights/")} == set(weights)
     for tag, value in weights.items():
         counts = got[tag]
@@ -224,7 +224,7 @@ def test_layer_keys_of_gradient_and_weight_norms_line_up():
     _, seen = _listen(model, scalars_every=1, weights=True)
     model.fit(x, y, batch_size=8, verbose=0)
     (_, got), = seen
-    grad_layers = {t[len("grad_norm/"):] for t in got if t.startswith("grad_norm/") and t != tags.GLOBAL_GRAD_NORM}
+    grad_layers = {t[len("grad_norm/"):] for t in got if t.startswith("grad_norm/") and t != _tags.GLOBAL_GRAD_NORM}
     weight_layers = {t[len("weight_norm/"):] for t in got if t.startswith("weight_norm/")}
     assert grad_layers == weight_layers == {"conv", "hidden", "out"}
 
@@ -286,8 +286,8 @@ def test_activation_histograms_look_at_the_leading_examples_only():
     model.fit(np.ones((4, 64, 64, 1), "float32"), np.zeros((4, 2), "float32"), batch_size=4, verbose=0)
     (_, got), = seen
     per_example = 62 * 62 * 16  # 61,504 values: one example fits under the 2**16 sample
-    assert got[tags.hist_activations("big")][:, 2].sum() == per_example
-    assert got[tags.hist_activations("pool")][:, 2].sum() == 4 * 16  # small layers: the whole batch
+    assert got[_tags.hist_activations("big")][:, 2].sum() == per_example
+    assert got[_tags.hist_activations("pool")][:, 2].sum() == 4 * 16  # small layers: the whole batch
 
 
 def test_activation_histograms_are_bucketed_a_group_of_layers_at_a_time():
@@ -301,7 +301,7 @@ def test_activation_histograms_are_bucketed_a_group_of_layers_at_a_time():
     _, seen = _listen(model, histograms_every=1, histogram_kinds=("activations",))
     model.fit(np.ones((64, 1024), "float32"), np.zeros((64, 1), "float32"), batch_size=64, verbose=0)
     (_, got), = seen
-    assert [got[tags.hist_activations(f"act{i}")][:, 2].sum() for i in range(20)] == [64 * 1024] * 20
+    assert [got[_tags.hist_activations(f"act{i}")][:, 2].sum() for i in range(20)] == [64 * 1024] * 20
     graph = _recording_graph(model, (None, 1024))
     takers = {}  # activation layer -> the branches that take its output
     for op in graph.get_operations():
@@ -327,8 +327,8 @@ def test_the_recording_step_compiles_under_xla():
     assert model.jit_compile is True
     assert [step for step, _ in seen] == [1, 3, 4, 5]
     _, first = seen[0]
-    assert np.isfinite(first[tags.GLOBAL_GRAD_NORM]) and first[tags.GLOBAL_GRAD_NORM] > 0
-    counts = first[tags.hist_activations("conv")]
+    assert np.isfinite(first[_tags.GLOBAL_GRAD_NORM]) and first[_tags.GLOBAL_GRAD_NORM] > 0
+    counts = first[_tags.hist_activations("conv")]
     assert counts[:, 2].sum() == 8 * 6 * 6 * 4  # segment-sum buckets under XLA, whole (small) batch
 
 
@@ -353,10 +353,10 @@ def test_a_loss_scale_overflow_does_not_move_the_schedule():
     final = int(optimizer.inner_optimizer.iterations.numpy())
     assert final < 12 and all(s % 3 in (0, 1) for s in steps)
     overflowed = [signals for step, signals in seen if step == 0]
-    assert all(tags.weight_norm("d") not in s for s in overflowed)  # no update: no weight signal
+    assert all(_tags.weight_norm("d") not in s for s in overflowed)  # no update: no weight signal
     applied = [signals for step, signals in seen if step > 0]
     # the signals describe the true gradients (about 1e5 here), not the scaled ones
-    assert all(np.isfinite(s[tags.GLOBAL_GRAD_NORM]) and s[tags.GLOBAL_GRAD_NORM] < 1e8 for s in applied)  # scaled: ~1e40
+    assert all(np.isfinite(s[_tags.GLOBAL_GRAD_NORM]) and s[_tags.GLOBAL_GRAD_NORM] < 1e8 for s in applied)  # scaled: ~1e40
 
 
 def test_two_listeners_cost_their_union_and_each_gets_its_own_period():
@@ -471,6 +471,6 @@ def test_a_weight_passed_without_a_gradient_still_reports_an_update_ratio_of_zer
     model.fit(x, np.arange(16) % 3, batch_size=8, verbose=0)
     idle_norm = np.sqrt(sum(float(np.sum(np.square(v.numpy()))) for v in model.idle.trainable_variables))
     for _, scalars in seen:
-        assert scalars[tags.update_ratio("idle")] == 0.0
-        assert np.isclose(scalars[tags.weight_norm("idle")], idle_norm, rtol=1e-5)
-        assert scalars[tags.update_ratio("hidden")] > 0
+        assert scalars[_tags.update_ratio("idle")] == 0.0
+        assert np.isclose(scalars[_tags.weight_norm("idle")], idle_norm, rtol=1e-5)
+        assert scalars[_tags.update_ratio("hidden")] > 0

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfguard.firewall.stages import (
+from tfguard._firewall.stages import (
     COUNTED_AT_ONCE,
     _counting_runs,
     finite_ok,

@@ -16,10 +16,10 @@ import pytest
 import tensorflow as tf
 
 import tfguard
-from tfguard import tags
-from tfguard.firewall.host import HostLoop
-from tfguard.firewall.instrument import instrument
-from tfguard.firewall.outcome import StepOutcome
+from tfguard import _tags
+from tfguard._firewall.host import HostLoop
+from tfguard._firewall.instrument import instrument
+from tfguard._firewall.outcome import StepOutcome
 
 SLOTS = ["data: x", "data: y", "forward: model output", "loss: loss",
          "gradients: gradient of 'fitted/out/kernel'", "gradients: gradient of 'fitted/out/bias'",
@@ -125,7 +125,7 @@ def test_the_policy_and_the_bus_receive_the_same_value(fitted):
         (o.step_after, o.batch, o.epoch, o.moved) for o in fitted["to_bus"]]
     # a rejected step's logs are not shown to a listener; its signals are
     assert dict(records[1].logs) == {}
-    assert np.isnan(records[1].scalars[tags.GLOBAL_GRAD_NORM])
+    assert np.isnan(records[1].scalars[_tags.GLOBAL_GRAD_NORM])
     assert records[1].scalars["data/label_max"] == fitted["to_bus"][1].signals["data/label_max"] == 0.0
 
 

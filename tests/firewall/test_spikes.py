@@ -15,10 +15,10 @@ import tensorflow as tf
 
 import tfguard
 from tests.firewall import foreign
-from tfguard.errors import ContractError
-from tfguard.firewall import instrumentation_of
-from tfguard.firewall.spikes import SpikeConfig, spike_config, window_statistics
-from tfguard.hooks.transaction import Transaction, tf_variable
+from tfguard._errors import ContractError
+from tfguard._firewall import instrumentation_of
+from tfguard._firewall.spikes import SpikeConfig, spike_config, window_statistics
+from tfguard._hooks.transaction import Transaction, tf_variable
 
 BATCH = 16
 BATCHES = 260
@@ -336,7 +336,7 @@ def test_the_configuration_is_a_frozen_dataclass_or_a_mapping_and_says_what_is_w
 
 REPLICAS_PROGRAM = """
 from tests.firewall.test_spikes import BATCH, _data
-from tfguard.firewall import instrumentation_of
+from tfguard._firewall import instrumentation_of
 x, y = _data(80)
 x[30 * 2 * BATCH + 20] = 50.0 * np.eye(8)[0]  # in the second replica's half of global batch 30
 y[30 * 2 * BATCH + 20] = 2

@@ -12,7 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 import tfguard
-from tfguard.firewall.step import step_after
+from tfguard._firewall.step import step_after
 
 
 def test_the_optimizers_iterations_are_the_step():

@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 
 from tests.hooks.surface import canary
-from tfguard.firewall.train_function import BATCH_TIMES, timed_train_function
+from tfguard._firewall.train_function import BATCH_TIMES, timed_train_function
 
 
 def _twins(jit_compile):
@@ -32,7 +32,7 @@ def test_canary_one_step_is_what_keras_make_function_builds(jit_compile):
     x, y = rng.normal(size=(8, 3)).astype("float32"), rng.normal(size=(8, 1)).astype("float32")
     data = tf.data.Dataset.from_tensor_slices((x, y)).batch(4)
     theirs, ours = _twins(jit_compile)
-    with canary("Trainer._make_function (rebuilt by firewall/train_function.py)"):
+    with canary("Trainer._make_function (rebuilt by _firewall/train_function.py)"):
         assert list(inspect.signature(theirs._make_function).parameters) == ["step_function"]
         theirs.make_train_function()
         their_logs = theirs.train_function(iter(data))

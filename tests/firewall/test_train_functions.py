@@ -16,8 +16,8 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 import tfguard  # noqa: E402
-from tfguard import tags  # noqa: E402
-from tfguard.firewall import instrument  # noqa: E402
+from tfguard import _tags  # noqa: E402
+from tfguard._firewall import instrument  # noqa: E402
 
 MODES = {
     "graph": {},
@@ -53,6 +53,6 @@ def test_a_guarded_listened_model_trains_rejects_a_nan_batch_and_measures_its_in
     assert [e.stage for e in tfguard.guard_events(model)] == ["data"]
     model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0)
     assert not all(np.array_equal(a, b) for a, b in zip(before, model.get_weights()))
-    waits = [r.scalars[tags.INPUT_WAIT_FRACTION] for r in seen if tags.INPUT_WAIT_FRACTION in r.scalars]
+    waits = [r.scalars[_tags.INPUT_WAIT_FRACTION] for r in seen if _tags.INPUT_WAIT_FRACTION in r.scalars]
     assert waits and all(0.0 <= w <= 1.0 for w in waits)
-    assert all(r.scalars.get(tags.GLOBAL_GRAD_NORM, 1.0) > 0 for r in seen)
+    assert all(r.scalars.get(_tags.GLOBAL_GRAD_NORM, 1.0) > 0 for r in seen)

@@ -27,9 +27,9 @@ import numpy as np
 import pytest
 
 import tfguard
-from tfguard.cli import main
-from tfguard.errors import QuarantineError
-from tfguard.forensics.quarantine import load_quarantine
+from tfguard._cli import main
+from tfguard._errors import QuarantineError
+from tfguard._forensics.quarantine import load_quarantine
 
 
 def _quarantine(tmp_path) -> str:

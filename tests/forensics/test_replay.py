@@ -11,7 +11,7 @@ import tensorflow as tf
 
 import tfguard
 from tfguard import GuardViolation
-from tfguard.errors import QuarantineError
+from tfguard._errors import QuarantineError
 
 
 @keras.saving.register_keras_serializable(package="tfguard_tests")
@@ -198,8 +198,8 @@ def script_quarantine(tmp_path):
 
 
 def test_cli_replay_shows_the_stored_replay_and_re_runs_with_import(script_quarantine, capsys):
-    from tfguard.cli import main
-    from tfguard.forensics import StoredReplayWarning
+    from tfguard._cli import main
+    from tfguard._forensics import StoredReplayWarning
 
     path, script = script_quarantine
     with warnings.catch_warnings(record=True) as seen:
@@ -217,7 +217,7 @@ def test_cli_replay_shows_the_stored_replay_and_re_runs_with_import(script_quara
 
 
 def test_python_replay_does_what_the_command_does(script_quarantine):
-    from tfguard.forensics import StoredReplayWarning
+    from tfguard._forensics import StoredReplayWarning
 
     path, script = script_quarantine
     with pytest.warns(StoredReplayWarning, match="cannot be loaded here") as caught:
@@ -239,7 +239,7 @@ def test_python_replay_does_what_the_command_does(script_quarantine):
 
 
 def test_replay_json_is_strict_json(script_quarantine, capsys):
-    from tfguard.cli import main
+    from tfguard._cli import main
 
     path, script = script_quarantine
     assert main(["replay", path, "--import", str(script), "--json"]) == 0
@@ -252,7 +252,7 @@ def test_replay_json_is_strict_json(script_quarantine, capsys):
 
 
 def test_a_crafted_folder_is_refused_even_when_it_keeps_a_replay(script_quarantine, capsys):
-    from tfguard.cli import main
+    from tfguard._cli import main
 
     path, _script = script_quarantine
     meta_path = os.path.join(path, "meta.json")

@@ -12,8 +12,8 @@ import keras
 import numpy as np
 
 import tfguard
-from tfguard.findings import event_record
-from tfguard.forensics.quarantine import META_FILE, load_quarantine
+from tfguard._findings import event_record
+from tfguard._forensics.quarantine import META_FILE, load_quarantine
 
 
 def test_an_event_record_of_an_earlier_version_names_its_stage():

@@ -19,12 +19,12 @@ import keras
 import pytest
 import tensorflow as tf
 
-from tfguard.versions import supported_range
+from tfguard._versions import supported_range
 
 _LIBRARIES = {
-    "keras": ("Keras", lambda: keras.__version__, "tfguard/hooks/keras_compat.py"),
-    "tensorflow": ("TensorFlow", lambda: tf.__version__, "tfguard/hooks/tf_compat.py"),
-    "keras_20585": ("Keras", lambda: keras.__version__, "tfguard/distribute/keras_20585.py"),
+    "keras": ("Keras", lambda: keras.__version__, "tfguard/_hooks/keras_compat.py"),
+    "tensorflow": ("TensorFlow", lambda: tf.__version__, "tfguard/_hooks/tf_compat.py"),
+    "keras_20585": ("Keras", lambda: keras.__version__, "tfguard/_distribute/keras_20585.py"),
 }
 
 

@@ -1,6 +1,6 @@
 """The optimizer's apply: a context records each update and hands it to its own `intercept_apply`.
 
-The firewall's `FirewallContext` is one such context (`tfguard.firewall.apply_interception`);
+The firewall's `FirewallContext` is one such context (`tfguard._firewall.apply_interception`);
 here the interception is checked with contexts written in the test, so the hooks
 are shown to need nothing of the firewall's.
 """
@@ -9,7 +9,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfguard.hooks import context
+from tfguard._hooks import context
 
 
 def _model():

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfguard.hooks import dry_run, keras_compat
+from tfguard._hooks import dry_run, keras_compat
 
 OPTIMIZERS = {
     "adam": lambda: keras.optimizers.Adam(1e-2),

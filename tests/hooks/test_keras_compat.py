@@ -1,6 +1,6 @@
 """The private Keras surface tfguard touches, checked: a Keras release that changes it fails here first.
 
-Each test names the item of `tfguard.hooks.keras_compat` it guards; the
+Each test names the item of `tfguard._hooks.keras_compat` it guards; the
 canaries of every private name, one per row of docs/internals.md's table, are in
 `tests/hooks/test_keras_surface.py`.
 """
@@ -11,7 +11,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfguard.hooks import context, keras_compat
+from tfguard._hooks import context, keras_compat
 
 
 def test_every_optimizer_inherits_apply_from_the_wrapped_class():

@@ -1,6 +1,6 @@
 """Canaries of the private Keras surface: one per row of docs/internals.md's table, each naming Keras's version.
 
-Each test checks what `tfguard.hooks.keras_compat` (or the Keras method
+Each test checks what `tfguard._hooks.keras_compat` (or the Keras method
 tfguard wraps) gives on real Keras objects; a Keras release that renames
 or changes the private name fails here with `keras.__version__` and the
 name (`tests/hooks/surface.py`), before it fails somewhere downstream.
@@ -24,7 +24,7 @@ import pytest
 import tensorflow as tf
 
 from tests.hooks.surface import canary, changed
-from tfguard.hooks import dry_run, keras_compat
+from tfguard._hooks import dry_run, keras_compat
 
 
 def _dense(compiled=True, **compile_args):

@@ -1,8 +1,8 @@
-"""The one seam (issue 43, item 1): every attribute tfguard replaces in Keras goes through `tfguard.seam`.
+"""The one seam (issue 43, item 1): every attribute tfguard replaces in Keras goes through `tfguard._seam`.
 
 A fit with the guard and a Logger installs its patches in the order of
 `seam.SITES` and leaves none behind once released; no module but
-`tfguard/seam.py` assigns an attribute of a patch site (read from the
+`tfguard/_seam.py` assigns an attribute of a patch site (read from the
 source); and `replace`/`restore` give back exactly what was there, in any
 order of removal.
 """
@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 import tfguard
-from tfguard import seam
-from tfguard.firewall.instrument import release
+from tfguard import _seam
+from tfguard._firewall.instrument import release
 
 SRC = Path(tfguard.__file__).parent
 KERAS_RESETS = {"train_function", "test_function", "predict_function"}
@@ -26,7 +26,7 @@ KERAS_RESETS = {"train_function", "test_function", "predict_function"}
 
 
 def _site_index(patch) -> int:
-    return seam.SITES.index(patch.site)
+    return _seam.SITES.index(patch.site)
 
 
 def test_a_guarded_logged_fit_patches_in_the_order_of_the_sites_and_leaves_nothing(tmp_path):
@@ -38,7 +38,7 @@ def test_a_guarded_logged_fit_patches_in_the_order_of_the_sites_and_leaves_nothi
     tfguard.guard(model)
     seen = []
     record = keras.callbacks.LambdaCallback(on_train_batch_end=lambda batch, logs: seen.append(
-        [(p.name, p.owner) for p in seam.patches()]))
+        [(p.name, p.owner) for p in _seam.patches()]))
     model.fit(x, y, batch_size=16, epochs=1, verbose=0,
               callbacks=[tfguard.Logger(str(tmp_path)), record])
     in_fit = seen[-1]
@@ -47,11 +47,11 @@ def test_a_guarded_logged_fit_patches_in_the_order_of_the_sites_and_leaves_nothi
     assert "compute_loss" in mine and mine.count("train_function") == 2  # the host loop, the Logger's wrapper
     assert [name for name, owner in in_fit if owner is model.layers[0]] == ["call"]
     assert any(name == "apply" and isinstance(owner, type) for name, owner in in_fit)
-    ours = [p for p in seam.patches() if p.owner is model or any(p.owner is layer for layer in model.layers)]
+    ours = [p for p in _seam.patches() if p.owner is model or any(p.owner is layer for layer in model.layers)]
     indices = [_site_index(p) for p in ours]
     assert indices == sorted(indices), [(p.name, type(p.owner).__name__, _site_index(p)) for p in ours]
     release(model)  # what tfguard run does with each model it attached to
-    assert [p for p in seam.patches() if p.owner is model or any(p.owner is layer for layer in model.layers)] == []
+    assert [p for p in _seam.patches() if p.owner is model or any(p.owner is layer for layer in model.layers)] == []
     assert not {"train_step", "fit", "compute_loss", "make_train_function"} & set(vars(model))
     assert "call" not in vars(model.layers[0])
 
@@ -87,9 +87,9 @@ def test_no_module_but_the_seam_assigns_an_attribute_of_a_patch_site():
         for line, attribute, none in _assignments(ast.parse(path.read_text(encoding="utf-8"))):
             if attribute in KERAS_RESETS and none:
                 continue
-            if attribute in seam.SITE_NAMES or attribute == "<computed>":
+            if attribute in _seam.SITE_NAMES or attribute == "<computed>":
                 found.append(f"{path.relative_to(SRC)}:{line}: {attribute}")
-    assert found == [], "patch Keras through tfguard.seam.replace/restore:\n" + "\n".join(found)
+    assert found == [], "patch Keras through tfguard._seam.replace/restore:\n" + "\n".join(found)
 
 
 class _Owner:
@@ -99,15 +99,15 @@ class _Owner:
 
 def test_replace_and_restore_give_back_exactly_what_was_there_in_any_order():
     owner = _Owner()
-    seam.replace(owner, "fit", lambda: "first")
-    seam.replace(owner, "fit", lambda: "second")
+    _seam.replace(owner, "fit", lambda: "first")
+    _seam.replace(owner, "fit", lambda: "second")
     assert owner.fit() == "second"
-    first = seam.patches(owner)[0].value
-    assert seam.restore(owner, "fit", first)  # from under the later one: spliced out
+    first = _seam.patches(owner)[0].value
+    assert _seam.restore(owner, "fit", first)  # from under the later one: spliced out
     assert owner.fit() == "second"
-    assert seam.restore(owner, "fit")
-    assert owner.fit() == "own" and "fit" not in vars(owner) and seam.patches(owner) == []
-    assert not seam.restore(owner, "fit")
+    assert _seam.restore(owner, "fit")
+    assert owner.fit() == "own" and "fit" not in vars(owner) and _seam.patches(owner) == []
+    assert not _seam.restore(owner, "fit")
 
 
 def test_a_class_attribute_comes_back_and_one_replaced_since_is_left_alone():
@@ -116,25 +116,25 @@ def test_a_class_attribute_comes_back_and_one_replaced_since_is_left_alone():
             return "class"
 
     held = Model.__dict__["fit"]
-    seam.replace(Model, "fit", lambda self: "patched")
+    _seam.replace(Model, "fit", lambda self: "patched")
     assert Model().fit() == "patched"
-    seam.restore(Model, "fit")
+    _seam.restore(Model, "fit")
     assert Model.__dict__["fit"] is held
 
     model = Model()
-    seam.replace(model, "train_function", "host loop")
+    _seam.replace(model, "train_function", "host loop")
     object.__setattr__(model, "train_function", "built by Keras since")
-    assert seam.restore(model, "train_function")
+    assert _seam.restore(model, "train_function")
     assert model.train_function == "built by Keras since"
 
 
 def test_an_attribute_that_is_not_a_site_is_refused_with_the_fix():
-    with pytest.raises(ValueError, match=r"'predict' is not a patch site of an? object.*add a Site to tfguard.seam.SITES"):
-        seam.replace(_Owner(), "predict", lambda: None)
+    with pytest.raises(ValueError, match=r"'predict' is not a patch site of an? object.*add a Site to tfguard._seam.SITES"):
+        _seam.replace(_Owner(), "predict", lambda: None)
 
 
 def test_a_patched_object_that_is_gone_leaves_no_patch():
     owner = _Owner()
-    seam.replace(owner, "fit", lambda: "x")
+    _seam.replace(owner, "fit", lambda: "x")
     del owner
-    assert not [p for p in seam.patches() if isinstance(p.owner, _Owner)]
+    assert not [p for p in _seam.patches() if isinstance(p.owner, _Owner)]

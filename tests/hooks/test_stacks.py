@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from tfguard.hooks.stacks import STACKABLE, stack_groups, take_rows
+from tfguard._hooks.stacks import STACKABLE, stack_groups, take_rows
 
 
 def test_tensors_of_one_shape_and_dtype_go_together_in_order_and_the_others_alone():

@@ -1,6 +1,6 @@
 """Canaries of the private TensorFlow surface: one per row of docs/internals.md's table, each naming TF's version.
 
-Each test checks what `tfguard.hooks.tf_compat` gives on real TensorFlow
+Each test checks what `tfguard._hooks.tf_compat` gives on real TensorFlow
 objects; a release that renames or changes the private name fails here
 with `tf.__version__` and the name (`tests/hooks/surface.py`).
 
@@ -17,7 +17,7 @@ import tensorflow as tf
 from tensorboard.compat.proto import event_pb2, summary_pb2
 
 from tests.hooks.surface import canary
-from tfguard.hooks import tf_compat
+from tfguard._hooks import tf_compat
 
 
 def _events(folder) -> list:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from tfguard.hooks.stacks import STACKABLE
-from tfguard.hooks.transaction import Transaction
+from tfguard._hooks.stacks import STACKABLE
+from tfguard._hooks.transaction import Transaction
 
 
 def _variables():

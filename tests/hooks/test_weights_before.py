@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from tfguard.hooks.weights_before import copy_before
+from tfguard._hooks.weights_before import copy_before
 
 
 def _weights():

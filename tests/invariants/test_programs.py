@@ -16,7 +16,7 @@ import pytest
 from tests.firewall import foreign
 from tests.invariants import programs
 from tfguard.diagnose import LiveDiagnosis
-from tfguard.diagnose.causes import INVARIANTS
+from tfguard.diagnose._causes import INVARIANTS
 
 
 def _fit(build, **fit):

@@ -14,10 +14,10 @@ import keras
 import numpy as np
 
 from tests.invariants import programs
-from tfguard import tags
+from tfguard import _tags
+from tfguard._findings import Finding
 from tfguard.diagnose import LiveDiagnosis, diagnose_logdir
-from tfguard.diagnose.causes import by_cause
-from tfguard.findings import Finding
+from tfguard.diagnose._causes import by_cause
 from tfguard.summary import Logger
 
 
@@ -29,7 +29,7 @@ def test_logger_and_live_share_one_run_of_the_checks_and_the_files_read_back(tmp
     watched = live._watch.records
     assert len(watched) == len({r["check"] for r in watched})  # each check once
     (offline,) = diagnose_logdir(tmp_path)
-    written = [json.loads(text) for _, text in offline.signals.texts[tags.INVARIANT_RECORDS]]
+    written = [json.loads(text) for _, text in offline.signals.texts[_tags.INVARIANT_RECORDS]]
     assert [r["check"] for r in written] == [r["check"] for r in watched]
     assert [(r["check"], r["step"]) for r in written] == [
         (r["check"], r["step"]) for r in json.loads(json.dumps(watched))]
@@ -44,7 +44,7 @@ def test_invariants_off_writes_and_keeps_nothing(tmp_path):
     model.fit(x, y, epochs=1, batch_size=32, verbose=0,
               callbacks=[Logger(tmp_path, scalars_every=4, histograms=False, invariants=False), live])
     (offline,) = diagnose_logdir(tmp_path)
-    assert tags.INVARIANT_RECORDS not in offline.signals.texts
+    assert _tags.INVARIANT_RECORDS not in offline.signals.texts
     assert "batch_dependence" in offline.skipped_ids and "batch_dependence" in live.diagnosis.skipped_ids
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tests.invariants import programs
-from tfguard.findings import Finding
+from tfguard._findings import Finding
 from tfguard.remedies import Intercept, remedies_for, try_fixes
 
 

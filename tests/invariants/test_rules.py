@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from tfguard import tags
+from tfguard import _tags
 from tfguard.diagnose import diagnose
-from tfguard.diagnose.causes import INVARIANTS
-from tfguard.diagnose.inputs.signals import Signals
-from tfguard.diagnose.rules.invariants import evidence_of
+from tfguard.diagnose._causes import INVARIANTS
+from tfguard.diagnose._inputs.signals import Signals
+from tfguard.diagnose._rules.invariants import evidence_of
 
 RECORDS = {
     "labels_ignored": ({"loss": 0.3, "loss_other_labels": 0.3, "relative_change": 0.0,
@@ -34,7 +34,7 @@ RECORDS = {
 
 
 def _signals(*records):
-    return Signals(texts={tags.INVARIANT_RECORDS: [(r["step"], json.dumps(r)) for r in records]})
+    return Signals(texts={_tags.INVARIANT_RECORDS: [(r["step"], json.dumps(r)) for r in records]})
 
 
 @pytest.mark.parametrize("check", sorted(RECORDS))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import keras
 import numpy as np
 
-from tfguard.hooks import taps
+from tfguard._hooks import taps
 from tfguard.invariants import forget, watch
 
 

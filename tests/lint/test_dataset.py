@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfguard.errors import ContractError
-from tfguard.lint.dataset import is_batched, lint_dataset
+from tfguard._errors import ContractError
+from tfguard.lint._dataset import is_batched, lint_dataset
 
 AUTOTUNE = tf.data.AUTOTUNE
 

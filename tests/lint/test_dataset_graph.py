@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfguard.errors import ContractError
-from tfguard.lint.dataset_graph import is_random_op, read_dataset_graph
+from tfguard._errors import ContractError
+from tfguard.lint._dataset_graph import is_random_op, read_dataset_graph
 
 AUTOTUNE = tf.data.AUTOTUNE
 

@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 
-from tfguard.lint.describe import describe_model
+from tfguard.lint._describe import describe_model
 
 L = keras.layers
 

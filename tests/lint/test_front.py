@@ -1,7 +1,7 @@
 import keras
 import pytest
 
-from tfguard.lint.front import front_of_model
+from tfguard.lint._front import front_of_model
 
 L = keras.layers
 

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfguard.errors import ContractError
-from tfguard.lint.heads import activation_name, classify_values, output_heads
+from tfguard._errors import ContractError
+from tfguard.lint._heads import activation_name, classify_values, output_heads
 
 L = keras.layers
 

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfguard.errors import ContractError
-from tfguard.lint.inputs import lint_inputs
+from tfguard._errors import ContractError
+from tfguard.lint._inputs import lint_inputs
 
 L = keras.layers
 

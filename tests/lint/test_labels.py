@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfguard.errors import ContractError
-from tfguard.lint.labels import lint_labels
+from tfguard._errors import ContractError
+from tfguard.lint._labels import lint_labels
 
 L = keras.layers
 

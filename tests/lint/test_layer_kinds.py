@@ -5,9 +5,9 @@ from __future__ import annotations
 import keras
 import pytest
 
-from tfguard.lint.front import front_of_model
-from tfguard.lint.heads import output_heads
-from tfguard.lint.layer_kinds import PASS_THROUGH_LAYERS, SCALE_PRESERVING_LAYERS
+from tfguard.lint._front import front_of_model
+from tfguard.lint._heads import output_heads
+from tfguard.lint._layer_kinds import PASS_THROUGH_LAYERS, SCALE_PRESERVING_LAYERS
 
 
 def _layer(name: str):

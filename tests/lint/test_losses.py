@@ -4,8 +4,8 @@ import keras
 import pytest
 import tensorflow as tf
 
-from tfguard.errors import ContractError
-from tfguard.lint.losses import NO_LOSS, losses_per_output, resolve_loss
+from tfguard._errors import ContractError
+from tfguard.lint._losses import NO_LOSS, losses_per_output, resolve_loss
 
 
 @pytest.mark.parametrize(

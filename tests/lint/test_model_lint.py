@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfguard.errors import ContractError
-from tfguard.lint.model_lint import lint_model
+from tfguard._errors import ContractError
+from tfguard.lint._model_lint import lint_model
 
 L = keras.layers
 CCE_LOGITS = keras.losses.CategoricalCrossentropy(from_logits=True)

@@ -3,8 +3,8 @@ import json
 import pytest
 from rich.console import Console
 
-from tfguard.findings import Finding
-from tfguard.lint.render import lint_from_json, lint_to_json, render_lint
+from tfguard._findings import Finding
+from tfguard.lint._render import lint_from_json, lint_to_json, render_lint
 
 FINDINGS = [
     Finding(

@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfguard.errors import ContractError, TfguardError
-from tfguard.lint.runner import lint, lint_saved_model, sample_batch
+from tfguard._errors import ContractError, TfguardError
+from tfguard.lint._runner import lint, lint_saved_model, sample_batch
 
 L = keras.layers
 AUTOTUNE = tf.data.AUTOTUNE

@@ -3,10 +3,10 @@ import json
 import numpy as np
 import pytest
 
-from tfguard.errors import ContractError
-from tfguard.findings import SYMPTOMS, Finding, severity_rank, strict_json, worst_severity
-from tfguard.lint import symptom_ids as symptom_ids_module
-from tfguard.lint.symptom_ids import SYMPTOM_IDS
+from tfguard._errors import ContractError
+from tfguard._findings import SYMPTOMS, Finding, severity_rank, strict_json, worst_severity
+from tfguard.lint import _symptom_ids as symptom_ids_module
+from tfguard.lint._symptom_ids import SYMPTOM_IDS
 
 
 def make(severity="warning", **evidence):
@@ -61,4 +61,4 @@ def test_every_id_the_lint_room_names_is_a_published_symptom():
     named = set(SYMPTOM_IDS) | {value for name, value in vars(symptom_ids_module).items()
                                 if name.isupper() and isinstance(value, str)}
     unpublished = sorted(named - set(SYMPTOMS))
-    assert not unpublished, f"lint names symptom ids missing from tfguard.findings.SYMPTOMS: {unpublished}"
+    assert not unpublished, f"lint names symptom ids missing from tfguard._findings.SYMPTOMS: {unpublished}"

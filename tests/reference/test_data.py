@@ -6,10 +6,10 @@ import sys
 import numpy as np
 import pytest
 
-from tfguard.errors import DataError
+from tfguard._errors import DataError
 from tfguard.reference import load_data
-from tfguard.reference.data import FASHION_MNIST_FILES, fashion_mnist_dir, load_fashion_mnist
-from tfguard.reference.idx import write_idx
+from tfguard.reference._data import FASHION_MNIST_FILES, fashion_mnist_dir, load_fashion_mnist
+from tfguard.reference._idx import write_idx
 
 # -- digits ----------------------------------------------------------------------------
 
@@ -120,8 +120,8 @@ def test_fashion_mnist_through_keras_own_loader(tmp_path):
     arrays = write_fashion(tmp_path / "datasets" / "fashion-mnist", n_train=5, n_test=3)
     code = (
         "import json\n"
-        "from tfguard.reference.data import fashion_mnist_dir, load_data\n"
-        "from tfguard.reference.loaders.fashion_mnist import _is_keras_own_cache\n"
+        "from tfguard.reference._data import fashion_mnist_dir, load_data\n"
+        "from tfguard.reference._loaders.fashion_mnist import _is_keras_own_cache\n"
         "d = load_data('fashion_mnist')\n"
         "print(json.dumps({'keras_path': _is_keras_own_cache(fashion_mnist_dir()),"
         " 'shape': list(d.x_train.shape), 'sum': int(d.x_train.sum()),"

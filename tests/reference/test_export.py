@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfguard.errors import ExportError
+from tfguard._errors import ExportError
 from tfguard.reference import build_model, export_model, export_run, load_contract, preprocess
-from tfguard.reference.data import DatasetInfo
-from tfguard.reference.parity import run_tflite
+from tfguard.reference._data import DatasetInfo
+from tfguard.reference._parity import run_tflite
 
 
 @pytest.fixture(scope="module")

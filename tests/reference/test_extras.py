@@ -16,14 +16,14 @@ import textwrap
 
 import pytest
 
-from tfguard.errors import MissingExtraError, TfguardError
-from tfguard.reference.extras import road_module
+from tfguard._errors import MissingExtraError, TfguardError
+from tfguard.reference._extras import road_module
 
 CLI_WITHOUT = """
 import sys
 for name in sys.argv[1].split(","):
     sys.modules[name] = None
-from tfguard.cli import main
+from tfguard._cli import main
 raise SystemExit(main(sys.argv[2:]))
 """
 
@@ -56,7 +56,7 @@ def test_the_demo_without_scikit_learn_says_how_to_get_it(tmp_path):
 
 def test_parity_without_the_tflite_interpreter_says_how_to_get_it(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "ai_edge_litert", None)
-    from tfguard.reference.parity import run_tflite
+    from tfguard.reference._parity import run_tflite
 
     with pytest.raises(MissingExtraError, match=r"needs ai-edge-litert \(module `ai_edge_litert`\)") as caught:
         run_tflite(tmp_path / "model.tflite", None)

@@ -3,8 +3,8 @@ import gzip
 import numpy as np
 import pytest
 
-from tfguard.errors import DataError
-from tfguard.reference.idx import read_idx, write_idx
+from tfguard._errors import DataError
+from tfguard.reference._idx import read_idx, write_idx
 
 
 def test_round_trip_images_and_labels(tmp_path):

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfguard.errors import ContractError
+from tfguard._errors import ContractError
 from tfguard.reference import make_augmenter, make_dataset, preprocess
 
 

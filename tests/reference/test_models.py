@@ -1,7 +1,7 @@
 import keras
 import pytest
 
-from tfguard.errors import ContractError
+from tfguard._errors import ContractError
 from tfguard.reference import build_model, make_optimizer
 
 

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from tfguard.errors import ExportError
+from tfguard._errors import ExportError
 from tfguard.reference import parity, render_parity
 
 

@@ -5,25 +5,25 @@ import importlib
 import numpy as np
 import pytest
 
-from tfguard.errors import DataError
-from tfguard.reference import loaders
-from tfguard.reference.sources import SOURCES, SPECS, find_source, load_spec
+from tfguard._errors import DataError
+from tfguard.reference import _loaders
+from tfguard.reference._sources import SOURCES, SPECS, find_source, load_spec
 
-# `tfguard.reference.train` the module, not the function the package exports under that name.
+# `tfguard.reference._train` the module, not the function the package exports under that name.
 config_module, data_module, train_module, dataset_module, sources_module = (
-    importlib.import_module(f"tfguard.reference.{name}")
+    importlib.import_module(f"tfguard.reference._{name}")
     for name in ("config", "data", "train", "dataset", "sources")
 )
-fashion_module = importlib.import_module("tfguard.reference.loaders.fashion_mnist")
+fashion_module = importlib.import_module("tfguard.reference._loaders.fashion_mnist")
 
 
 def test_each_source_has_its_own_loader_module():
     modules = {source.name: source.load.__module__ for source in SOURCES}
     assert modules == {
-        "digits": "tfguard.reference.loaders.digits",
-        "fashion_mnist": "tfguard.reference.loaders.fashion_mnist",
-        "npz": "tfguard.reference.loaders.npz",
-        "dir": "tfguard.reference.loaders.image_dir",
+        "digits": "tfguard.reference._loaders.digits",
+        "fashion_mnist": "tfguard.reference._loaders.fashion_mnist",
+        "npz": "tfguard.reference._loaders.npz",
+        "dir": "tfguard.reference._loaders.image_dir",
     }
     assert SPECS == data_module.SPECS == ("digits", "fashion_mnist", "npz:PATH", "dir:PATH")
 
@@ -65,7 +65,7 @@ def test_each_loader_gets_only_the_options_it_takes(tmp_path):
 
 def test_the_names_of_data_and_train_stay_importable_where_they_were(tmp_path, monkeypatch):
     homes = {
-        loaders: ("load_digits", "load_fashion_mnist", "load_npz", "load_image_dir", "fashion_mnist_dir"),
+        _loaders: ("load_digits", "load_fashion_mnist", "load_npz", "load_image_dir", "fashion_mnist_dir"),
         dataset_module: ("DatasetInfo", "LoadedData", "TEST_FRACTION", "split_indices"),
         fashion_module: ("FASHION_MNIST_FILES", "FASHION_MNIST_CLASSES", "FASHION_MNIST_ORIGIN"),
         sources_module: ("SPECS",),

@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 
-from tfguard.errors import ContractError
+from tfguard._errors import ContractError
 from tfguard.reference import TrainConfig, load_config, train
 
 

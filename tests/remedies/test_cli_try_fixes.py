@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tfguard.cli import main
+from tfguard._cli import main
 from tfguard.events import find_runs
 
 SCRIPT = """

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfguard.findings import Finding
-from tfguard.remedies import NotApplicable, Remedy, edits, plan, remedies_for, verdict
-from tfguard.remedies.intercept import Intercept
-from tfguard.remedies.trial import evaluation_data, run_curve
+from tfguard._findings import Finding
+from tfguard.remedies import NotApplicable, Remedy, _edits, plan, remedies_for, verdict
+from tfguard.remedies._intercept import Intercept
+from tfguard.remedies._trial import evaluation_data, run_curve
 
 
 def test_verdict_needs_the_margin_and_never_calls_a_non_finite_trial_a_fix():
@@ -24,62 +24,62 @@ def test_verdict_needs_the_margin_and_never_calls_a_non_finite_trial_a_fix():
 
 
 def test_label_mapping_follows_the_data():
-    src, dst, text = edits.label_mapping(np.arange(1, 11), 0, 9)
+    src, dst, text = _edits.label_mapping(np.arange(1, 11), 0, 9)
     assert dst.tolist() == list(range(10)) and text == "labels {1, 2, …, 10} → {0, 1, …, 9}"
-    src, dst, _ = edits.label_mapping(np.array([0.0, 1.0]), -1, 1)  # hinge
+    src, dst, _ = _edits.label_mapping(np.array([0.0, 1.0]), -1, 1)  # hinge
     assert dst.tolist() == [-1.0, 1.0]
     fractional = np.arange(10) / 255.0
-    src, dst, _ = edits.label_mapping(fractional, 0, 9)
-    assert edits.remap_labels(fractional[[3, 9]], src, dst).tolist() == [3.0, 9.0]
-    src, dst, text = edits.label_mapping(np.linspace(0, 50, 100), 0, 1)  # a regression target
+    src, dst, _ = _edits.label_mapping(fractional, 0, 9)
+    assert _edits.remap_labels(fractional[[3, 9]], src, dst).tolist() == [3.0, 9.0]
+    src, dst, text = _edits.label_mapping(np.linspace(0, 50, 100), 0, 1)  # a regression target
     assert text.startswith("targets scaled") and dst.min() == 0 and dst.max() == 1
 
 
 def test_data_edits_work_on_arrays_and_datasets():
     x = np.arange(24, dtype="float32").reshape(6, 4) * 100
     y = np.array([1, 2, 3, 1, 2, 3])
-    mean, std = edits.feature_stats(x)
-    np.testing.assert_allclose(edits.standardize(x, mean, std).mean(0), 0, atol=1e-5)
+    mean, std = _edits.feature_stats(x)
+    np.testing.assert_allclose(_edits.standardize(x, mean, std).mean(0), 0, atol=1e-5)
     ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(2)
-    mean_ds, _ = edits.feature_stats(ds)
+    mean_ds, _ = _edits.feature_stats(ds)
     np.testing.assert_allclose(mean_ds, mean)
-    values = edits.label_values(ds)
-    src, dst, _ = edits.label_mapping(values, 0, 2)
-    labels = np.concatenate([b.numpy() for _, b in edits.remap_labels(ds, src, dst)])
+    values = _edits.label_values(ds)
+    src, dst, _ = _edits.label_mapping(values, 0, 2)
+    labels = np.concatenate([b.numpy() for _, b in _edits.remap_labels(ds, src, dst)])
     assert labels.tolist() == [0, 1, 2, 0, 1, 2]
-    first = next(iter(edits.standardize(ds, mean, std)))[0].numpy()
+    first = next(iter(_edits.standardize(ds, mean, std)))[0].numpy()
     np.testing.assert_allclose(first, (x[:2] - mean) / std, rtol=1e-5)
     with pytest.raises(NotApplicable, match="dict"):
-        edits.feature_stats({"a": x})
+        _edits.feature_stats({"a": x})
 
 
 def test_the_learning_rate_of_a_loss_scale_optimizer_is_its_inner_optimizers():
     scaled = keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD(0.5))
-    assert edits.learning_rate_of(scaled) == pytest.approx(0.5)
-    optimizer, text = edits.scale_learning_rate(scaled, 0.1)
+    assert _edits.learning_rate_of(scaled) == pytest.approx(0.5)
+    optimizer, text = _edits.scale_learning_rate(scaled, 0.1)
     assert text == "LossScaleOptimizer learning_rate 0.5 → 0.05"
     assert float(optimizer.inner_optimizer.learning_rate) == pytest.approx(0.05)
     # a schedule inside the wrapper is left alone, as it is without the wrapper
     schedule = keras.optimizers.schedules.ExponentialDecay(0.1, 10, 0.5)
     wrapped = keras.optimizers.LossScaleOptimizer(keras.optimizers.SGD(schedule))
     with pytest.raises(NotApplicable, match="schedule"):
-        edits.scale_learning_rate(wrapped, 0.1)
+        _edits.scale_learning_rate(wrapped, 0.1)
     assert wrapped.inner_optimizer.get_config()["learning_rate"]["class_name"] == "ExponentialDecay"
 
 
 def test_optimizer_and_loss_edits_say_what_they_changed():
     schedule = keras.optimizers.schedules.ExponentialDecay(0.1, 10, 0.5)
     with pytest.raises(NotApplicable, match="schedule"):
-        edits.scale_learning_rate(keras.optimizers.SGD(schedule), 0.1)
+        _edits.scale_learning_rate(keras.optimizers.SGD(schedule), 0.1)
     with pytest.raises(NotApplicable, match="already clips"):
-        edits.set_clipnorm(keras.optimizers.Adam(global_clipnorm=1.0))
+        _edits.set_clipnorm(keras.optimizers.Adam(global_clipnorm=1.0))
     with pytest.raises(NotApplicable, match="already takes logits"):
-        edits.logits_loss(keras.losses.CategoricalCrossentropy(from_logits=True))
-    assert edits.crossentropy(keras.losses.sparse_categorical_crossentropy).kind == "sparse_categorical"
+        _edits.logits_loss(keras.losses.CategoricalCrossentropy(from_logits=True))
+    assert _edits.crossentropy(keras.losses.sparse_categorical_crossentropy).kind == "sparse_categorical"
     with pytest.raises(NotApplicable, match="not a cross-entropy"):
-        edits.crossentropy("mse")
+        _edits.crossentropy("mse")
     # a Loss object keeps the rest of its configuration
-    loss, text = edits.logits_loss(keras.losses.SparseCategoricalCrossentropy(ignore_class=-1))
+    loss, text = _edits.logits_loss(keras.losses.SparseCategoricalCrossentropy(ignore_class=-1))
     assert (loss.get_config()["from_logits"], loss.get_config()["ignore_class"]) == (True, -1)
     assert text == "SparseCategoricalCrossentropy(from_logits=True)"
 
@@ -104,14 +104,14 @@ def test_plan_tries_root_causes_once_each_and_skips_what_their_remedy_covers():
 
 
 def test_the_catalogue_is_one_registry_that_both_documents_and_chooses():
-    from tfguard.findings import SYMPTOMS
-    from tfguard.remedies import catalogue
+    from tfguard._findings import SYMPTOMS
+    from tfguard.remedies import _catalogue
 
-    ids = [fid for entry in catalogue.CATALOGUE for fid in entry.answers]
+    ids = [fid for entry in _catalogue.CATALOGUE for fid in entry.answers]
     assert len(ids) == len(set(ids)), "a finding id answered by two entries: one would be dead"
     assert set(ids) <= set(SYMPTOMS)
-    table = catalogue.catalogue_table()
-    assert catalogue.__doc__.count(table) == 1  # the docstring shows the registry, nothing else
+    table = _catalogue.catalogue_table()
+    assert _catalogue.__doc__.count(table) == 1  # the docstring shows the registry, nothing else
     evidence = {"trained_unused": {"freeze": "teacher"}}  # without it nothing is named to freeze
     for fid in ids:
         assert fid in table
@@ -129,8 +129,8 @@ def test_intercept_applies_compile_and_layer_remedies_and_puts_keras_back():
         model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
         model.fit(np.ones((8, 3)), np.zeros(8), epochs=2, verbose=0, validation_split=0.25)
     assert keras.Model.compile is compile_before and keras.Model.fit is fit_before
-    assert edits.activation_name(model.layers[0]) == "leaky_relu"
-    assert edits.activation_name(model.layers[1]) == "softmax"  # the output is left alone
+    assert _edits.activation_name(model.layers[0]) == "leaky_relu"
+    assert _edits.activation_name(model.layers[1]) == "softmax"  # the output is left alone
     assert seen.changes == [f"layer '{model.layers[0].name}' activation relu → leaky_relu"]
     curve, kept, last = run_curve(seen.fits)
     assert last is model and len(curve["val_loss"]) == 2 and kept is None
@@ -149,7 +149,7 @@ def test_a_remedy_that_does_not_apply_says_why():
 
 
 def _seen(val_losses, kept=None, changes=("a change",), fraction=1.0):
-    from tfguard.remedies.intercept import FitCapture
+    from tfguard.remedies._intercept import FitCapture
 
     seen = Intercept(epochs_fraction=fraction)
     model = object()

@@ -24,10 +24,10 @@ from PIL import Image
 from sklearn.datasets import load_digits
 
 from tfguard.diagnose import render_html, write_html
-from tfguard.diagnose.report.plots.kit import DPI
-from tfguard.diagnose.report.plots.trials import SIZE
-from tfguard.remedies import Remedy, edits, try_fixes, verdict
-from tfguard.remedies.catalogue import normalization
+from tfguard.diagnose._report.plots.kit import DPI
+from tfguard.diagnose._report.plots.trials import SIZE
+from tfguard.remedies import Remedy, _edits, try_fixes, verdict
+from tfguard.remedies._catalogue import normalization
 
 from ..diagnose.report.test_reports import HOSTILE, Elements, chromium, needs_chromium
 
@@ -49,7 +49,7 @@ def trials():
 
     useless = Remedy("clipnorm_huge", "unnormalized_input", "clipnorm=1e9 (clips nothing)",
                      on_compile=lambda state, model, arguments: state.changed(
-                         edits.set_clipnorm(arguments["optimizer"], 1e9)[1]))
+                         _edits.set_clipnorm(arguments["optimizer"], 1e9)[1]))
     result = try_fixes(train, remedies=[normalization(), useless])
     fix = result[0].to_dict()
     backwards = dict(fix, remedy="backwards", change="the normalization, undone", fix=False,
@@ -157,7 +157,7 @@ def test_hostile_text_in_a_trial_is_shown_literally(trials):
 
 
 def test_run_try_fixes_html_writes_the_section(tmp_path):
-    from tfguard.cli import main
+    from tfguard._cli import main
 
     from .test_cli_try_fixes import SCRIPT
 

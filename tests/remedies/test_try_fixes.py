@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_digits
 
-from tfguard.remedies import Remedy, edits, try_fixes
+from tfguard.remedies import Remedy, _edits, try_fixes
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +60,7 @@ def test_a_useless_remedy_is_reported_as_no_better_never_as_a_fix(digits):
 
     useless = Remedy("clipnorm_huge", "learning_rate", "clipnorm=1e9 (clips nothing)",
                      on_compile=lambda state, model, arguments: state.changed(
-                         edits.set_clipnorm(arguments["optimizer"], 1e9)[1]))
+                         _edits.set_clipnorm(arguments["optimizer"], 1e9)[1]))
     [trial] = try_fixes(train, findings=[], remedies=[useless])
     assert trial.verdict == "no better" and not trial.fix
     assert trial.change == "Adam(clipnorm=1000000000.0)"
@@ -82,7 +82,7 @@ def test_labels_one_to_ten_are_remapped_and_both_models_rescored(digits):
 
 
 def test_train_must_build_a_new_model_each_call(digits):
-    from tfguard.errors import ContractError
+    from tfguard._errors import ContractError
 
     x, y = digits
     model = _mlp()

@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from tests.graphs import foldable
 from tests.signals.test_stats import _graph
-from tfguard.signals import buckets
+from tfguard._signals import buckets
 
 RNG = np.random.default_rng(7)
 SHAPES = [(3, 4), (0,), (7,), (2, 2, 2), (0, 3), (1,)]
@@ -23,7 +23,7 @@ def _tensors():
 
 
 def _reference_buckets(values: np.ndarray, count: int) -> np.ndarray:
-    """TensorBoard buckets as `tfguard.signals.buckets` defines them: finite min-max edges, non-finite counted at 0."""
+    """TensorBoard buckets as `tfguard._signals.buckets` defines them: finite min-max edges, non-finite counted at 0."""
     x = np.where(np.isfinite(values), values, 0.0).astype(np.float64).ravel()
     if x.size == 0:
         low = high = 0.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import keras
 import numpy as np
 
-from tfguard.signals.histograms import HostHistograms, histograms_of
+from tfguard._signals.histograms import HostHistograms, histograms_of
 
 
 def test_the_host_buckets_weights_as_the_step_would_with_one_trace_per_set_of_weights():

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfguard.signals import stats
+from tfguard._signals import stats
 
 RNG = np.random.default_rng(7)
 

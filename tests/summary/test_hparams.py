@@ -12,10 +12,10 @@ from tensorboard.plugins.hparams import metadata as hp_metadata
 
 from tests.summary.conftest import tiny_cnn
 from tests.summary.readback import read_run
-from tfguard import tags
-from tfguard.errors import ContractError
+from tfguard import _tags
+from tfguard._errors import ContractError
 from tfguard.summary import Logger, hparams_markdown, write_hparams
-from tfguard.summary.hparams import infer_domain, normalize_hparams
+from tfguard.summary._hparams import infer_domain, normalize_hparams
 
 HPARAMS = {"lr": 0.001, "units": 32, "optimizer": "adam", "batchnorm": True}
 
@@ -52,7 +52,7 @@ def test_write_hparams_round_trip(tmp_path):
     assert start.hparams["lr"].number_value == 0.001 and start.hparams["optimizer"].string_value == "adam"
     assert start.hparams["batchnorm"].bool_value is True
     assert [end.status for end in _session_end(run)] == [api_pb2.STATUS_SUCCESS]
-    assert "| lr | 0.001 |" in run[tags.CONFIG_HPARAMS][0].value
+    assert "| lr | 0.001 |" in run[_tags.CONFIG_HPARAMS][0].value
 
 
 def test_domains_override_for_a_sweep(tmp_path):
@@ -90,7 +90,7 @@ def test_logger_writes_the_hparams_tab(tmp_path, images):
         assert run[metric.name.tag][-1].plugin == "scalars"
     assert _session_start(run).hparams["units"].number_value == 32
     assert [end.status for end in _session_end(run)] == [api_pb2.STATUS_SUCCESS]
-    table = run[tags.CONFIG_HPARAMS][0].value
+    table = run[_tags.CONFIG_HPARAMS][0].value
     assert "| optimizer | adam |" in table and "| epochs | 2 |" in table and "| model | tiny |" in table
 
 
@@ -99,4 +99,4 @@ def test_logger_without_hparams_writes_no_session(tmp_path, images):
     logger = Logger(tmp_path, scalars_every=0, histograms=False)
     tiny_cnn().fit(x, y, batch_size=16, verbose=0, callbacks=[logger])
     run = read_run(logger.run_path)
-    assert hp_metadata.SESSION_START_INFO_TAG not in run and tags.CONFIG_HPARAMS in run
+    assert hp_metadata.SESSION_START_INFO_TAG not in run and _tags.CONFIG_HPARAMS in run

@@ -10,8 +10,8 @@ import tensorflow as tf
 
 from tests.summary.conftest import tiny_cnn
 from tests.summary.readback import read_run
-from tfguard import tags
-from tfguard.errors import ContractError
+from tfguard import _tags
+from tfguard._errors import ContractError
 from tfguard.summary import Logger, feature_grid, unit_images
 
 
@@ -66,7 +66,7 @@ def test_logger_writes_sample_inputs_of_the_first_batch(tmp_path, images):
     x, y = images
     logger = Logger(tmp_path, scalars_every=5, histograms=False)
     tiny_cnn().fit(x, y, batch_size=16, epochs=2, verbose=0, callbacks=[logger])
-    (point,) = read_run(logger.run_path)[tags.IMAGES_INPUTS]
+    (point,) = read_run(logger.run_path)[_tags.IMAGES_INPUTS]
     assert point.plugin == "images" and point.step == 1
     width, height, *pngs = point.value
     assert (int(width), int(height), len(pngs)) == (8, 8, 3)
@@ -78,9 +78,9 @@ def test_logger_writes_given_images_and_none_when_off(tmp_path, images):
     given = Logger(tmp_path / "a", images=x[:2], scalars_every=0, histograms=False)
     off = Logger(tmp_path / "b", images=0, scalars_every=0, histograms=False)
     tiny_cnn().fit(x, y, batch_size=16, verbose=0, callbacks=[given, off])
-    (point,) = read_run(given.run_path)[tags.IMAGES_INPUTS]
+    (point,) = read_run(given.run_path)[_tags.IMAGES_INPUTS]
     assert point.step == 0 and len(point.value) == 4
-    assert tags.IMAGES_INPUTS not in read_run(off.run_path)
+    assert _tags.IMAGES_INPUTS not in read_run(off.run_path)
 
 
 def test_logger_peeks_explicitly_requested_samples_without_instrumentation(tmp_path, images):
@@ -88,6 +88,6 @@ def test_logger_peeks_explicitly_requested_samples_without_instrumentation(tmp_p
     logger = Logger(tmp_path, images=2, scalars_every=0, histograms=False)
     model = tiny_cnn()
     model.fit(x, y, batch_size=16, verbose=0, callbacks=[logger])
-    (point,) = read_run(logger.run_path)[tags.IMAGES_INPUTS]
+    (point,) = read_run(logger.run_path)[_tags.IMAGES_INPUTS]
     assert point.step == 1 and len(point.value) == 4
     assert len(model.history.history["loss"]) == 1

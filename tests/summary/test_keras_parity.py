@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from tests.summary.tensorboard_server import get, get_bytes, poll, serve
-from tfguard import tags
+from tfguard import _tags
 
 pytestmark = pytest.mark.slow
 
@@ -74,7 +74,7 @@ def _tfguard_tag(plugin: str, keras_run: str, tag: str) -> str:
     """Where tfguard writes what Keras writes as `tag` in its `train` or `validation` run."""
     if plugin == "scalars":
         if tag == "epoch_learning_rate":
-            return tags.LEARNING_RATE
+            return _tags.LEARNING_RATE
         if tag.startswith("batch_"):
             return "batch/" + tag.removeprefix("batch_")
         if tag.startswith("evaluation_") and tag.endswith("_vs_iterations"):
@@ -82,9 +82,9 @@ def _tfguard_tag(plugin: str, keras_run: str, tag: str) -> str:
         prefix = "val/" if keras_run == "validation" else "train/"
         return prefix + tag.removeprefix("epoch_")
     if plugin == "histograms":
-        return tags.hist_weights(tag.removesuffix("/histogram"))
+        return _tags.hist_weights(tag.removesuffix("/histogram"))
     if plugin == "images":
-        return tags.weight_image(tag.removesuffix("/image"))
+        return _tags.weight_image(tag.removesuffix("/image"))
     return tag  # the graph: "keras" in both
 
 
@@ -98,7 +98,7 @@ def _ours(mine: str, our_tags) -> str:
     """
     if mine in our_tags:
         return mine
-    for kind in (tags.hist_weights(""), tags.weight_image("")):
+    for kind in (_tags.hist_weights(""), _tags.weight_image("")):
         name = mine.removeprefix(kind)
         if mine.startswith(kind) and "/" not in name:
             found = [tag for tag in our_tags if tag.startswith(kind) and tag.endswith("/" + name)]

@@ -15,7 +15,7 @@ from tensorboard.plugins.hparams import metadata as hp_metadata
 from tests.summary.readback import read_run, run_dirs, steps
 from tests.terminal import sigint_default
 from tfguard.diagnose import diagnose_logdir
-from tfguard.summary.lifecycle import SignalHook, _dispatch
+from tfguard.summary._lifecycle import SignalHook, _dispatch
 
 CHILD = os.path.join(os.path.dirname(__file__), "child.py")
 pytestmark = pytest.mark.slow

@@ -18,13 +18,13 @@ import tfguard
 from tests.summary.conftest import tiny_cnn
 from tests.summary.readback import read_run, run_dirs, steps
 from tests.terminal import sigint_raises
-from tfguard import tags
+from tfguard import _tags
+from tfguard._errors import ContractError, GuardViolation, SummaryWriteError
+from tfguard._firewall import instrumentation_of
 from tfguard.diagnose import diagnose_logdir
-from tfguard.errors import ContractError, GuardViolation, SummaryWriteError
 from tfguard.events import read_logdir
-from tfguard.firewall import instrumentation_of
 from tfguard.summary import Logger, SummaryWarning
-from tfguard.summary.lifecycle import INNER
+from tfguard.summary._lifecycle import INNER
 
 
 def _fit(model, x, y, logger, **kwargs):
@@ -41,25 +41,25 @@ def test_tags_steps_and_plugins(tmp_path, images):
     assert run_dirs(str(tmp_path)) == [logger.run_path]
     run = read_run(logger.run_path)
     scalar_steps = [1, 4, 7, 10]  # iterations after the step, for steps that started at 0, 3, 6, 9
-    for tag in ("batch/loss", "batch/accuracy", tags.GLOBAL_GRAD_NORM, "grad_norm/conv",
+    for tag in ("batch/loss", "batch/accuracy", _tags.GLOBAL_GRAD_NORM, "grad_norm/conv",
                 "zero_grad_fraction/hidden", "activation/dead_fraction/conv",
-                "activation/saturated_fraction/hidden", tags.INPUT_MEAN, tags.INPUT_STD, tags.LABEL_MAX,
+                "activation/saturated_fraction/hidden", _tags.INPUT_MEAN, _tags.INPUT_STD, _tags.LABEL_MAX,
                 "weight_norm/out", "update_ratio/conv"):
         assert steps(run[tag]) == scalar_steps, tag
         assert {p.plugin for p in run[tag]} == {"scalars"}
-    for tag in ("train/loss", "train/accuracy", "val/loss", "val/accuracy", tags.EPOCH):
+    for tag in ("train/loss", "train/accuracy", "val/loss", "val/accuracy", _tags.EPOCH):
         assert steps(run[tag]) == [6, 12], tag
-    assert [p.value for p in run[tags.EPOCH]] == [0.0, 1.0]
-    assert steps(run[tags.LEARNING_RATE]) == [1, 4, 6, 7, 10, 12]
-    assert run[tags.LEARNING_RATE][0].value == pytest.approx(1e-2)
-    assert all(p.value > 0 for p in run[tags.STEPS_PER_SECOND])
+    assert [p.value for p in run[_tags.EPOCH]] == [0.0, 1.0]
+    assert steps(run[_tags.LEARNING_RATE]) == [1, 4, 6, 7, 10, 12]
+    assert run[_tags.LEARNING_RATE][0].value == pytest.approx(1e-2)
+    assert all(p.value > 0 for p in run[_tags.STEPS_PER_SECOND])
     for tag in ("hist/weights/tiny/conv/kernel", "hist/gradients/tiny/hidden/kernel", "hist/activations/conv",
                 "hist/activations/out"):
         assert steps(run[tag]) == [1, 5, 9], tag
         assert run[tag][0].plugin == "histograms" and run[tag][0].value.shape == (30, 3)
-    assert run[tags.LABEL_MAX][0].value == 2.0
+    assert run[_tags.LABEL_MAX][0].value == 2.0
     assert 0 < run["update_ratio/conv"][0].value < 1
-    assert run[tags.CONFIG_HPARAMS][0].step == 0 and run[tags.CONFIG_HPARAMS][0].plugin == "text"
+    assert run[_tags.CONFIG_HPARAMS][0].step == 0 and run[_tags.CONFIG_HPARAMS][0].plugin == "text"
     assert not any(tag.startswith(("guard/", "train/guard", "batch/guard")) for tag in run)
 
 
@@ -70,7 +70,7 @@ def test_config_model_is_the_lint_description(tmp_path, images):
     model = tiny_cnn()
     logger = Logger(tmp_path, scalars_every=0, histograms=False)
     _fit(model, x, y, logger)
-    (point,) = read_run(logger.run_path)[tags.CONFIG_MODEL]
+    (point,) = read_run(logger.run_path)[_tags.CONFIG_MODEL]
     assert point.plugin == "text"
     assert json.loads(point.value) == json.loads(json.dumps(describe_model(model), default=str))
 
@@ -82,7 +82,7 @@ def test_learning_rate_schedule_is_logged_at_each_step(tmp_path, images):
     model.compile(optimizer=keras.optimizers.SGD(schedule), loss="sparse_categorical_crossentropy")
     logger = Logger(tmp_path, scalars_every=1, histograms=False)
     _fit(model, x[:32], y[:32], logger)
-    points = read_run(logger.run_path)[tags.LEARNING_RATE]
+    points = read_run(logger.run_path)[_tags.LEARNING_RATE]
     assert steps(points) == [1, 2, 3, 4, 4]
     for point in points:
         assert point.value == pytest.approx(0.1 * 0.5**point.step)
@@ -111,8 +111,8 @@ def test_several_fits_continue_the_same_run(tmp_path, images):
     _fit(model, x, y, logger)
     run = read_run(logger.run_path)
     assert steps(run["train/loss"]) == [6, 12]
-    assert steps(run[tags.GLOBAL_GRAD_NORM]) == [1, 3, 5, 7, 9, 11]
-    assert len(run[tags.CONFIG_HPARAMS]) == 1 and len(run[hp_metadata.SESSION_START_INFO_TAG]) == 1
+    assert steps(run[_tags.GLOBAL_GRAD_NORM]) == [1, 3, 5, 7, 9, 11]
+    assert len(run[_tags.CONFIG_HPARAMS]) == 1 and len(run[hp_metadata.SESSION_START_INFO_TAG]) == 1
     assert run_dirs(str(tmp_path)) == [logger.run_path]
 
 
@@ -143,14 +143,14 @@ def test_guarded_model_signals_come_from_the_guard_step(tmp_path, images):
     assert instrumentation_of(model) is inst and inst.guard is not None
     run = read_run(logger.run_path)
     assert inst.violations == 1 and inst.skipped == 1
-    (event,) = run[tags.GUARD_EVENTS]
+    (event,) = run[_tags.GUARD_EVENTS]
     assert event.plugin == "text" and event.step == 2 and "\n" not in event.value
     assert event.value.startswith("- step 2, **data**:") and "skipped" in event.value
-    assert [p.value for p in run[tags.GUARD_VIOLATIONS]] == [1.0, 1.0]  # at the event, at the epoch end
-    assert [p.value for p in run[tags.GUARD_SKIPPED]][-1] == 1.0
+    assert [p.value for p in run[_tags.GUARD_VIOLATIONS]] == [1.0, 1.0]  # at the event, at the epoch end
+    assert [p.value for p in run[_tags.GUARD_SKIPPED]][-1] == 1.0
     # the skipped step did not advance the global step: 6 batches, 5 updates
     assert steps(run["train/loss"]) == [5]
-    assert steps(run[tags.GLOBAL_GRAD_NORM]) == [1, 2, 2, 3, 4, 5]
+    assert steps(run[_tags.GLOBAL_GRAD_NORM]) == [1, 2, 2, 3, 4, 5]
     # batch-level values only for applied updates: none again at the unchanged step 2
     assert steps(run["batch/loss"]) == steps(run["weight_norm/out"]) == [1, 2, 3, 4, 5]
     # and the traced step computes the gradients once (one Conv2D layer -> one filter gradient),
@@ -176,10 +176,10 @@ def test_a_skipped_last_batch_writes_the_counters_once_at_the_epoch_end(tmp_path
     model.fit(x, np.zeros((64, 2), "float32"), batch_size=16, epochs=2, verbose=0, shuffle=False,
               callbacks=[logger])
     run = read_run(logger.run_path)
-    assert steps(run[tags.GUARD_EVENTS]) == [3, 6]  # 3 updates an epoch
-    for tag in (tags.GUARD_SKIPPED, tags.GUARD_VIOLATIONS):
+    assert steps(run[_tags.GUARD_EVENTS]) == [3, 6]  # 3 updates an epoch
+    for tag in (_tags.GUARD_SKIPPED, _tags.GUARD_VIOLATIONS):
         assert steps(run[tag]) == [3, 6], tag
-    assert [p.value for p in run[tags.GUARD_SKIPPED]] == [1.0, 2.0]
+    assert [p.value for p in run[_tags.GUARD_SKIPPED]] == [1.0, 2.0]
 
 
 def test_exception_in_the_step_closes_the_run(tmp_path, images):
@@ -194,7 +194,7 @@ def test_exception_in_the_step_closes_the_run(tmp_path, images):
         _fit(model, x, y, logger)
     run = read_run(logger.run_path)  # closed, so on disk: no flush, no epoch end happened
     assert steps(run["batch/loss"]) == [1, 2, 3]
-    assert run[tags.GUARD_EVENTS][0].step == 3
+    assert run[_tags.GUARD_EVENTS][0].step == 3
     ends = [hp_metadata.parse_session_end_info_plugin_data(p.content).status
             for p in run[hp_metadata.SESSION_END_INFO_TAG]]
     assert ends == [api_pb2.STATUS_FAILURE]
@@ -280,10 +280,10 @@ def test_the_events_reader_reads_the_run_back(tmp_path, images):
     (run,) = read_logdir(tmp_path).values()
     assert not run.damage
     assert run.hparams == {"lr": 0.01, "opt": "adam"}
-    assert {"train/loss", "val/loss", "batch/loss", tags.GLOBAL_GRAD_NORM, "update_ratio/conv"} <= set(run.scalars)
+    assert {"train/loss", "val/loss", "batch/loss", _tags.GLOBAL_GRAD_NORM, "update_ratio/conv"} <= set(run.scalars)
     assert {"hist/weights/tiny/conv/kernel", "hist/gradients/tiny/conv/kernel", "hist/activations/conv"} <= set(
         run.histograms)
-    assert {tags.CONFIG_HPARAMS, tags.CONFIG_MODEL} <= set(run.texts)
+    assert {_tags.CONFIG_HPARAMS, _tags.CONFIG_MODEL} <= set(run.texts)
 
 
 def test_config_lint_of_the_model_and_its_first_batch(tmp_path, images):
@@ -291,18 +291,18 @@ def test_config_lint_of_the_model_and_its_first_batch(tmp_path, images):
     raw = np.random.default_rng(0).integers(0, 256, size=(48, 8, 8, 1)).astype("uint8")
     logger = Logger(tmp_path / "a", scalars_every=5, histograms=False)
     _fit(tiny_cnn(), raw, y, logger)
-    (point,) = read_run(logger.run_path)[tags.CONFIG_LINT]
+    (point,) = read_run(logger.run_path)[_tags.CONFIG_LINT]
     assert point.plugin == "text" and point.step == 1
     assert "unnormalized_input" in [f["id"] for f in json.loads(point.value)]
     # not instrumented: the model alone, at the start
     model_only = Logger(tmp_path / "b", scalars_every=0, histograms=False)
     _fit(tiny_cnn(), raw, y, model_only)
-    (point,) = read_run(model_only.run_path)[tags.CONFIG_LINT]
+    (point,) = read_run(model_only.run_path)[_tags.CONFIG_LINT]
     assert point.step == 0 and json.loads(point.value) == []
 
 
 def test_only_the_chief_writes(tmp_path, images, monkeypatch):
-    from tfguard.distribute.multiworker import tf_config
+    from tfguard._distribute.multiworker import tf_config
 
     monkeypatch.setenv("TF_CONFIG", tf_config(["127.0.0.1:1", "127.0.0.1:2"], 1))  # worker 1
     x, y = images
@@ -347,8 +347,8 @@ def test_a_resumed_run_continues_in_place(tmp_path, images):
 
     run = read_events(tmp_path)
     assert run.scalars["batch/loss"][0].tolist() == list(range(1, 9))
-    assert run.scalars[tags.EPOCH][0].tolist() == [8]  # the killed session's epoch end was purged
-    counted = run.scalars[tags.GUARD_SKIPPED]
+    assert run.scalars[_tags.EPOCH][0].tolist() == [8]  # the killed session's epoch end was purged
+    counted = run.scalars[_tags.GUARD_SKIPPED]
     # 1 skip at step 2 (first session), the second session's skip at step 5 makes 2, not 1
     assert dict(zip(counted[0].tolist(), counted[2].tolist())) == {2: 1.0, 5: 2.0, 8: 2.0}
 
@@ -367,7 +367,7 @@ def test_steps_per_second_at_every_epoch_end(tmp_path, images, kwargs):
     logger = Logger(tmp_path, **kwargs)
     _fit(tiny_cnn(), x, y, logger, epochs=2, validation_data=(x[:16], y[:16]))
     run = read_run(logger.run_path)
-    points = {p.step: p.value for p in run[tags.STEPS_PER_SECOND]}
+    points = {p.step: p.value for p in run[_tags.STEPS_PER_SECOND]}
     assert {6, 12} <= set(points) and all(v > 0 for v in points.values())
 
 
@@ -400,18 +400,18 @@ def test_every_violation_is_read_back_when_skipped_batches_share_a_step(tmp_path
     model.fit(x, np.arange(128) % 3, batch_size=16, epochs=2, shuffle=False, verbose=0,
               callbacks=[Logger(tmp_path, scalars_every=1)])
     (run,) = read_logdir(tmp_path).values()
-    records = [json.loads(text) for _step, _wall, text in run.texts[tags.GUARD_RECORDS]]
+    records = [json.loads(text) for _step, _wall, text in run.texts[_tags.GUARD_RECORDS]]
     assert [r["batch"] for r in records] == [0, 1, 4, 6, 8, 9, 12, 14]
-    assert [step for step, _wall, _text in run.texts[tags.GUARD_RECORDS]][:2] == [0, 0]
-    assert run.scalars[tags.GUARD_VIOLATIONS][2][-1] == len(records) == 8
+    assert [step for step, _wall, _text in run.texts[_tags.GUARD_RECORDS]][:2] == [0, 0]
+    assert run.scalars[_tags.GUARD_VIOLATIONS][2][-1] == len(records) == 8
     (diagnosis,) = diagnose_logdir(tmp_path)
     assert len(diagnosis.signals.guard_events) == 8
 
 
 def test_a_large_update_logs_the_weight_norms_and_update_ratios_a_held_one_does(tmp_path, images, monkeypatch):
     """Above the hold limit an update's table is taken across its write (no held copy, no dry run): the same figures."""
-    from tfguard.firewall import step as guarded_step
-    from tfguard.hooks import dry_run
+    from tfguard._firewall import step as guarded_step
+    from tfguard._hooks import dry_run
 
     taken = []
     across = dry_run.weight_table_across
@@ -439,8 +439,8 @@ import numpy as np, tensorflow as tf, keras
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()])
 import tfguard
-from tfguard import tags
-from tfguard.firewall import step
+from tfguard import _tags
+from tfguard._firewall import step
 from tfguard.events import read_logdir
 step.HOLD_BYTES = 0  # every update is 'large': its weight table is taken across its write
 x = np.random.default_rng(0).random((64, 4), dtype=np.float32)

@@ -10,7 +10,7 @@ from google.protobuf import text_format
 from tensorboard.plugins import projector
 
 from tests.summary.conftest import tiny_cnn
-from tfguard.errors import ContractError
+from tfguard._errors import ContractError
 from tfguard.summary import Logger, write_projector
 
 

@@ -8,8 +8,8 @@ import os
 import numpy as np
 import pytest
 
-from tfguard.errors import ContractError
-from tfguard.summary.rundir import MAX_COMPONENT, format_value, run_dir, sanitize_component
+from tfguard._errors import ContractError
+from tfguard.summary._rundir import MAX_COMPONENT, format_value, run_dir, sanitize_component
 
 AT = datetime.datetime(2025, 3, 4, 5, 6, 7)
 HOSTILE = ["../", "/", "..", ".", "a\x00b", "line\nbreak\r", "x" * 10_000, "<script>alert(1)</script>",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tfguard.summary.signals import split_signals
+from tfguard.summary._signals import split_signals
 
 
 def test_split_signals():

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from tests.summary.readback import read_run
-from tfguard.summary.step_queue import StepQueue
-from tfguard.summary.writers import RunWriter, scalar_value
+from tfguard.summary._step_queue import StepQueue
+from tfguard.summary._writers import RunWriter, scalar_value
 
 
 def test_values_of_one_step_become_one_event_in_step_order(tmp_path):

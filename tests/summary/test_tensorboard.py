@@ -8,7 +8,7 @@ import pytest
 
 from tests.summary.conftest import tiny_cnn
 from tests.summary.tensorboard_server import get, get_bytes, poll, serve
-from tfguard import tags
+from tfguard import _tags
 from tfguard.summary import Logger
 
 pytestmark = pytest.mark.slow
@@ -38,14 +38,14 @@ def test_tensorboard_serves_every_plugin(logdir):
             assert plugins[name]["enabled"], name
 
         scalars = get(base, "/data/plugin/scalars/tags")[run]
-        for tag in ("train/loss", "val/loss", "batch/loss", tags.GLOBAL_GRAD_NORM, tags.LEARNING_RATE,
+        for tag in ("train/loss", "val/loss", "batch/loss", _tags.GLOBAL_GRAD_NORM, _tags.LEARNING_RATE,
                     "weight_norm/conv", "update_ratio/hidden", "activation/dead_fraction/conv"):
             assert tag in scalars, tag
         histograms = get(base, "/data/plugin/histograms/tags")[run]
         for tag in ("hist/weights/tiny/conv/kernel", "hist/gradients/tiny/out/bias", "hist/activations/hidden"):
             assert tag in histograms, tag
         texts = get(base, "/data/plugin/text/tags")[run]
-        assert {tags.CONFIG_HPARAMS, tags.CONFIG_MODEL} <= set(texts)
+        assert {_tags.CONFIG_HPARAMS, _tags.CONFIG_MODEL} <= set(texts)
         query = urllib.parse.urlencode({"run": run, "tag": "train/loss"})
         points = get(base, f"/data/plugin/scalars/scalars?{query}")
         assert [p[1] for p in points] == [5, 10]  # [wall_time, step, value]; 36 samples, batch 8

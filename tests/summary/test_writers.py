@@ -12,9 +12,9 @@ import pytest
 import tensorflow as tf
 
 from tests.summary.readback import event_files, read_run
-from tfguard.errors import SummaryWriteError, TfguardError
-from tfguard.signals import buckets as histogram_buckets
-from tfguard.summary.writers import (
+from tfguard._errors import SummaryWriteError, TfguardError
+from tfguard._signals import buckets as histogram_buckets
+from tfguard.summary._writers import (
     RunWriter,
     SummaryWarning,
     histogram_value,

@@ -15,7 +15,7 @@ import os
 from tensorboard.compat.proto import event_pb2
 
 from tests.events.eventdata import scalar_event
-from tfguard.events.records import frame_record
+from tfguard.events._records import frame_record
 
 EVENT_FILE = "events.out.tfevents.1700000000.host.1.v2"
 

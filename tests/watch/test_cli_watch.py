@@ -22,9 +22,9 @@ from rich.console import Console
 
 from tests.terminal import sigint_default
 from tests.watch.logs import EVENT_FILE, append, epoch_records, losses
-from tfguard.cli import main
+from tfguard._cli import main
 from tfguard.watch import WebhookOutput, watch_logdir
-from tfguard.watch.terminal import TerminalOutput
+from tfguard.watch._terminal import TerminalOutput
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -175,7 +175,7 @@ def test_ctrl_c_or_sigterm_prints_a_one_line_summary_and_exits_0(logdir, stop, s
 
 
 def test_watch_imports_no_tensorflow(logdir):
-    code = ("import sys\nfrom tfguard.cli import main\nstatus = main(sys.argv[1:])\n"
+    code = ("import sys\nfrom tfguard._cli import main\nstatus = main(sys.argv[1:])\n"
             "print('LOADED', sorted(m for m in ('tensorflow', 'keras') if m in sys.modules))\n")
     done = subprocess.run([sys.executable, "-c", code, "watch", str(logdir), "--once"],
                           capture_output=True, text=True, timeout=120, env=_env(), cwd=ROOT)

@@ -14,7 +14,7 @@ import pytest
 
 from tests.watch.logs import EVENT_FILE, append, scalar
 from tfguard.events import read_run
-from tfguard.watch.follow import FileFollower, FileRewritten
+from tfguard.watch._follow import FileFollower, FileRewritten
 
 
 def _values(items: list) -> list[bytes]:

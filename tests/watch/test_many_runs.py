@@ -17,7 +17,7 @@ import pytest
 
 from tests.events.test_many_tags import MEASURE, _one_point_tags
 from tests.watch.logs import EVENT_FILE, append, epoch_records, losses, scalar
-from tfguard.watch import Watcher, runs
+from tfguard.watch import Watcher, _runs
 
 
 def _layer_tags(path, count: int) -> None:
@@ -26,7 +26,7 @@ def _layer_tags(path, count: int) -> None:
 
 
 def test_the_runs_of_a_watch_share_one_tag_budget_and_keep_their_loss(tmp_path, monkeypatch):
-    monkeypatch.setattr(runs, "MAX_WATCHED_TAGS", 150)
+    monkeypatch.setattr(_runs, "MAX_WATCHED_TAGS", 150)
     for name in ("a", "b", "c"):
         _layer_tags(tmp_path / name / EVENT_FILE, 100)
         for epoch, loss in enumerate(losses(6, nan_at=4)):
@@ -50,9 +50,9 @@ def test_the_runs_of_a_watch_share_one_tag_budget_and_keep_their_loss(tmp_path, 
 
 
 def test_watch_once_reports_tags_past_the_budget(tmp_path, monkeypatch, capsys):
-    from tfguard.cli import main
+    from tfguard._cli import main
 
-    monkeypatch.setattr(runs, "MAX_WATCHED_TAGS", 50)
+    monkeypatch.setattr(_runs, "MAX_WATCHED_TAGS", 50)
     _layer_tags(tmp_path / "a" / EVENT_FILE, 100)
     assert main(["watch", str(tmp_path), "--once"]) == 0
     assert "50 value(s) of later tags were not read" in capsys.readouterr().out

@@ -17,9 +17,9 @@ from tests.watch.logs import (
     model_text,
     scalar,
 )
+from tfguard._errors import ContractError
 from tfguard.diagnose import diagnose_logdir
-from tfguard.errors import ContractError
-from tfguard.events.collect import MAX_TAGS
+from tfguard.events._collect import MAX_TAGS
 from tfguard.watch import JsonLinesOutput, Watcher, watch_logdir
 
 

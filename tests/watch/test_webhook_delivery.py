@@ -15,7 +15,7 @@ import pytest
 
 from tests.watch.hooks import Recorder, Redirector, dead_url, serve, trickle
 from tests.watch.logs import EVENT_FILE, append, epoch_records, losses
-from tfguard.cli import main
+from tfguard._cli import main
 from tfguard.watch import WatchEvent, WebhookOutput
 
 

@@ -5,7 +5,7 @@ inside an `AttachSession`: every `keras.Model.fit` in it is guarded by the
 firewall (policy `"warn"` by default), logged by `tfguard.summary.Logger`
 and diagnosed live by `LiveDiagnosis`; the script's output and exit status
 are preserved, and a versioned JSON report (`tfguard.report/1` plus the
-script's outcome, see `tfguard.attach.report`) and optionally an HTML page
+script's outcome, see `tfguard.attach._report`) and optionally an HTML page
 are written. From Python, `attached(...)` is the same session as a context
 manager, and `attach(...)` opens one until `.close()`.
 
@@ -21,11 +21,11 @@ Example:
 'reg-fit1'
 """
 
-from tfguard.attach.fitcall import fit_hparams, run_name
-from tfguard.attach.render import render_result
-from tfguard.attach.report import attach_report, event_to_json, write_report
-from tfguard.attach.script import AttachResult, ScriptError, exit_status, run_script
-from tfguard.attach.session import (
+from tfguard.attach._fitcall import fit_hparams, run_name
+from tfguard.attach._render import render_result
+from tfguard.attach._report import attach_report, event_to_json, write_report
+from tfguard.attach._script import AttachResult, ScriptError, exit_status, run_script
+from tfguard.attach._session import (
     DEFAULT_LOGDIR,
     DEFAULT_POLICY,
     AttachSession,

@@ -20,7 +20,7 @@ Example:
 []
 """
 
-from tfguard.board.cache import BoardCache
-from tfguard.board.plugin import PLUGIN_NAME, TfguardPlugin
+from tfguard.board._cache import BoardCache
+from tfguard.board._plugin import PLUGIN_NAME, TfguardPlugin
 
 __all__ = ["PLUGIN_NAME", "BoardCache", "TfguardPlugin"]

@@ -8,16 +8,16 @@ Example:
 >>> checks.check(tf.constant([0.1, 1.5]), checks.finite(), checks.in_range(0, 1), name="p")
 Traceback (most recent call last):
 ...
-tfguard.errors.GuardViolation: check of 'p': p failed check 'range': 1 of 2 values outside [0, 1] (received min 0.1, max 1.5)
+tfguard._errors.GuardViolation: check of 'p': p failed check 'range': 1 of 2 values outside [0, 1] (received min 0.1, max 1.5)
 Try: ...
 """
 
-from tfguard.checks.base import Check, CheckResult
-from tfguard.checks.contract import Contract, check, infer_contract, leaves
-from tfguard.checks.labels import labels, one_hot, probabilities
-from tfguard.checks.shapes import shape, shapes
-from tfguard.checks.values import dtype, finite, in_range, predicate, rank
-from tfguard.checks.verdict import hint_for
+from tfguard.checks._base import Check, CheckResult
+from tfguard.checks._contract import Contract, check, infer_contract, leaves
+from tfguard.checks._labels import labels, one_hot, probabilities
+from tfguard.checks._shapes import shape, shapes
+from tfguard.checks._values import dtype, finite, in_range, predicate, rank
+from tfguard.checks._verdict import hint_for
 
 __all__ = [
     "Check",

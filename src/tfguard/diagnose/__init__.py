@@ -1,6 +1,6 @@
 """Diagnose a training from its signals: symptom rules, live callback, reports.
 
-The rules (`tfguard.diagnose.rules`) are pure functions over a run's
+The rules (`tfguard.diagnose._rules`) are pure functions over a run's
 normalized `Signals`, one per symptom id of `SYMPTOMS`; each threshold is a
 documented field of `Thresholds`. The same rules run offline over a log
 directory (`diagnose_logdir`, tfguard's layout or the stock Keras
@@ -29,25 +29,25 @@ Example:
 [('overfitting', 3)]
 """
 
-from tfguard.diagnose.engine import Diagnosis, diagnose, metric_summary
-from tfguard.diagnose.inputs.logdir import load_signals
-from tfguard.diagnose.inputs.normalize import run_family, signals_from_runs
-from tfguard.diagnose.inputs.recorder import SignalRecorder
-from tfguard.diagnose.inputs.signals import MissingSignals, Series, Signals
-from tfguard.diagnose.inputs.violations import Violation, violations
-from tfguard.diagnose.offline import diagnose_logdir
-from tfguard.diagnose.report.compare.rank import (
+from tfguard._findings import SEVERITIES, SYMPTOMS, Finding
+from tfguard.diagnose._engine import Diagnosis, diagnose, metric_summary
+from tfguard.diagnose._inputs.logdir import load_signals
+from tfguard.diagnose._inputs.normalize import run_family, signals_from_runs
+from tfguard.diagnose._inputs.recorder import SignalRecorder
+from tfguard.diagnose._inputs.signals import MissingSignals, Series, Signals
+from tfguard.diagnose._inputs.violations import Violation, violations
+from tfguard.diagnose._offline import diagnose_logdir
+from tfguard.diagnose._report.compare.rank import (
     CompareRow,
     compare_diagnoses,
     compare_logdir,
     render_compare,
 )
-from tfguard.diagnose.report.html_page import render_html, write_html
-from tfguard.diagnose.report.json import SCHEMA, to_json
-from tfguard.diagnose.report.terminal import render_terminal
-from tfguard.diagnose.rules import RULES, Rule
-from tfguard.diagnose.thresholds import Thresholds
-from tfguard.findings import SEVERITIES, SYMPTOMS, Finding
+from tfguard.diagnose._report.html_page import render_html, write_html
+from tfguard.diagnose._report.json import SCHEMA, to_json
+from tfguard.diagnose._report.terminal import render_terminal
+from tfguard.diagnose._rules import RULES, Rule
+from tfguard.diagnose._thresholds import Thresholds
 
 __all__ = [
     "RULES",
@@ -82,7 +82,7 @@ __all__ = [
 ]
 
 # names that need TensorFlow / Keras, imported on first use
-_LAZY = {"LiveDiagnosis": "tfguard.diagnose.live"}
+_LAZY = {"LiveDiagnosis": "tfguard.diagnose._live"}
 
 
 def __getattr__(name: str):

@@ -22,10 +22,10 @@ Example:
 (7, 0.25)
 """
 
-from tfguard.events.logdir import find_runs, read_logdir
-from tfguard.events.records import Damage
-from tfguard.events.run import Run, read_run
-from tfguard.events.values import HistogramPoint, ImageInfo
+from tfguard.events._logdir import find_runs, read_logdir
+from tfguard.events._records import Damage
+from tfguard.events._run import Run, read_run
+from tfguard.events._values import HistogramPoint, ImageInfo
 
 __all__ = [
     "Damage",

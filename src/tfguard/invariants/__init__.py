@@ -9,7 +9,7 @@ checking invariants of correct training; this room does it for Keras, with
 a few eager passes on the first batch and a fingerprint of the weights,
 so a healthy run pays nothing per step.
 
-Each check has a symptom id of the public vocabulary (`tfguard.findings.SYMPTOMS`):
+Each check has a symptom id of the public vocabulary (`tfguard._findings.SYMPTOMS`):
 
 ====================  ==========================================================
 `training_mode_leak`  two identical inference passes disagree, or a
@@ -25,7 +25,7 @@ Each check has a symptom id of the public vocabulary (`tfguard.findings.SYMPTOMS
 A check whose evidence cannot tell (non-finite outputs, a batch without
 weight, a loss at a point where it does not depend on the label, an output
 that does not move) records `ok=None` with the reason
-(`tfguard.invariants.evidence`), and the rules make no finding from it.
+(`tfguard.invariants._evidence`), and the rules make no finding from it.
 
 `watch(model)` runs them at a fit's start, after its first step and at
 epoch ends; `tfguard.summary.Logger` and `tfguard.diagnose.LiveDiagnosis`
@@ -43,10 +43,10 @@ True
 "the model's output is the same for every"
 """
 
-from tfguard.invariants.inference import batch_independence, collapse, determinism
-from tfguard.invariants.labels import labels_read
-from tfguard.invariants.variables import Fingerprints, trained_unused, untrained
-from tfguard.invariants.watch import InvariantWatch, forget, watch, watch_of
+from tfguard.invariants._inference import batch_independence, collapse, determinism
+from tfguard.invariants._labels import labels_read
+from tfguard.invariants._variables import Fingerprints, trained_unused, untrained
+from tfguard.invariants._watch import InvariantWatch, forget, watch, watch_of
 
 __all__ = ["Fingerprints", "InvariantWatch", "batch_independence", "collapse", "determinism",
            "forget", "labels_read", "trained_unused", "untrained", "watch", "watch_of"]

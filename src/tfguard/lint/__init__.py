@@ -13,18 +13,18 @@ Example:
 [('loss_activation_mismatch', 'softmax_with_from_logits')]
 """
 
-from tfguard.lint.dataset import lint_dataset
-from tfguard.lint.dataset_graph import DatasetGraph, DatasetOp, read_dataset_graph
-from tfguard.lint.describe import describe_model
-from tfguard.lint.front import front_of_model
-from tfguard.lint.heads import OutputHead, output_heads
-from tfguard.lint.inputs import lint_inputs
-from tfguard.lint.labels import lint_labels
-from tfguard.lint.losses import LossInfo, resolve_loss
-from tfguard.lint.model_lint import lint_model
-from tfguard.lint.render import lint_from_json, lint_to_json, render_lint
-from tfguard.lint.runner import lint, lint_saved_model
-from tfguard.lint.symptom_ids import SYMPTOM_IDS
+from tfguard.lint._dataset import lint_dataset
+from tfguard.lint._dataset_graph import DatasetGraph, DatasetOp, read_dataset_graph
+from tfguard.lint._describe import describe_model
+from tfguard.lint._front import front_of_model
+from tfguard.lint._heads import OutputHead, output_heads
+from tfguard.lint._inputs import lint_inputs
+from tfguard.lint._labels import lint_labels
+from tfguard.lint._losses import LossInfo, resolve_loss
+from tfguard.lint._model_lint import lint_model
+from tfguard.lint._render import lint_from_json, lint_to_json, render_lint
+from tfguard.lint._runner import lint, lint_saved_model
+from tfguard.lint._symptom_ids import SYMPTOM_IDS
 
 __all__ = [
     "SYMPTOM_IDS",

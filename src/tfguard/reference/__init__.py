@@ -12,19 +12,19 @@ Example:
 2
 """
 
-from tfguard.reference.data import DatasetInfo, LoadedData, load_data
-from tfguard.reference.demo import DemoResult, render_demo, run_demo
-from tfguard.reference.export import (
+from tfguard.reference._data import DatasetInfo, LoadedData, load_data
+from tfguard.reference._demo import DemoResult, render_demo, run_demo
+from tfguard.reference._export import (
     ExportResult,
     export_model,
     export_run,
     load_contract,
     render_export,
 )
-from tfguard.reference.input import make_augmenter, make_dataset, preprocess
-from tfguard.reference.models import build_model, make_optimizer
-from tfguard.reference.parity import PairParity, ParityResult, parity, render_parity
-from tfguard.reference.train import (
+from tfguard.reference._input import make_augmenter, make_dataset, preprocess
+from tfguard.reference._models import build_model, make_optimizer
+from tfguard.reference._parity import PairParity, ParityResult, parity, render_parity
+from tfguard.reference._train import (
     TrainConfig,
     TrainResult,
     load_config,

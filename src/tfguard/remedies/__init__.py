@@ -19,20 +19,20 @@ never edited), for the same epochs, and judged from the numbers
 
 Example:
 
->>> from tfguard.findings import Finding
+>>> from tfguard._findings import Finding
 >>> [r.title for r in remedies_for(Finding("overfitting", "warning", "val loss rises"))]
 ['EarlyStopping on val_loss, restoring the best weights']
 >>> verdict(1.2, 0.7)
 'improved'
 """
 
-from tfguard.remedies.catalogue import Remedy, plan, remedies_for
-from tfguard.remedies.edits import NotApplicable
-from tfguard.remedies.intercept import FitCapture, Intercept
-from tfguard.remedies.measure import DEFAULT_MARGIN, verdict
-from tfguard.remedies.render import render_trials
-from tfguard.remedies.runner import ScriptTrials, Trials, try_fixes, try_script_fixes
-from tfguard.remedies.trial import Trial, judge
+from tfguard.remedies._catalogue import Remedy, plan, remedies_for
+from tfguard.remedies._edits import NotApplicable
+from tfguard.remedies._intercept import FitCapture, Intercept
+from tfguard.remedies._measure import DEFAULT_MARGIN, verdict
+from tfguard.remedies._render import render_trials
+from tfguard.remedies._runner import ScriptTrials, Trials, try_fixes, try_script_fixes
+from tfguard.remedies._trial import Trial, judge
 
 __all__ = [
     "DEFAULT_MARGIN",

@@ -1,7 +1,7 @@
 """Writing TensorBoard logs: run directories, the Keras callback, images, hparams, projector.
 
 Everything here writes; nothing decides. The tag names are those of
-`tfguard.tags`, which `tfguard.events` reads back and `tfguard.diagnose`
+`tfguard._tags`, which `tfguard.events` reads back and `tfguard.diagnose`
 turns into findings.
 
 Example:
@@ -13,12 +13,12 @@ Example:
 True
 """
 
-from tfguard.summary.hparams import hparams_markdown, write_hparams
-from tfguard.summary.images import feature_grid, unit_images
-from tfguard.summary.logger import Logger
-from tfguard.summary.projector import write_projector
-from tfguard.summary.rundir import format_value, run_dir, sanitize_component
-from tfguard.summary.writers import RunWriter, SummaryWarning
+from tfguard.summary._hparams import hparams_markdown, write_hparams
+from tfguard.summary._images import feature_grid, unit_images
+from tfguard.summary._logger import Logger
+from tfguard.summary._projector import write_projector
+from tfguard.summary._rundir import format_value, run_dir, sanitize_component
+from tfguard.summary._writers import RunWriter, SummaryWarning
 
 __all__ = [
     "Logger",

@@ -23,13 +23,13 @@ Example:
 'tfguard watch: one pass after 1 poll in ... s; 0 runs, 0 findings open, 0 resolved, 0 B read'
 """
 
-from tfguard.watch.event import SCHEMA, WatchEvent
-from tfguard.watch.follow import DEFAULT_SETTLE, ByteCounter, FileFollower
-from tfguard.watch.jsonlines import JsonLinesOutput
-from tfguard.watch.loop import DEFAULT_INTERVAL, EXIT_ON, Watcher, WatchResult, watch_logdir
-from tfguard.watch.outputs import watch_outputs
-from tfguard.watch.terminal import TerminalOutput
-from tfguard.watch.webhook import WebhookOutput
+from tfguard.watch._event import SCHEMA, WatchEvent
+from tfguard.watch._follow import DEFAULT_SETTLE, ByteCounter, FileFollower
+from tfguard.watch._jsonlines import JsonLinesOutput
+from tfguard.watch._loop import DEFAULT_INTERVAL, EXIT_ON, Watcher, WatchResult, watch_logdir
+from tfguard.watch._outputs import watch_outputs
+from tfguard.watch._terminal import TerminalOutput
+from tfguard.watch._webhook import WebhookOutput
 
 __all__ = [
     "DEFAULT_INTERVAL",

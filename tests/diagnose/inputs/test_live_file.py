@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.watch.logs import EVENT_FILE, append, epoch_records
-from tfguard.cli import main
+from tfguard._cli import main
 from tfguard.diagnose import diagnose_logdir
 
 

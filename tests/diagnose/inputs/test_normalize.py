@@ -11,10 +11,10 @@ import pytest
 import tensorflow as tf
 from tensorboard.plugins.hparams import api as hp
 
-from tfguard import tags
+from tfguard import _tags
+from tfguard._errors import EventFileError
 from tfguard.diagnose import diagnose_logdir, load_signals, signals_from_runs
-from tfguard.diagnose.inputs.normalize import keras_tag
-from tfguard.errors import EventFileError
+from tfguard.diagnose._inputs.normalize import keras_tag
 from tfguard.events import Damage, HistogramPoint, Run
 
 MODEL = {"name": "m", "class": "Sequential", "output_units": 3, "output_activation": "softmax",
@@ -28,19 +28,19 @@ def write_tfguard_run(path, *, epochs=4, steps_per_epoch=5, hparams=None, lint=N
     with tf.summary.create_file_writer(path).as_default():
         if hparams:
             hp.hparams(hparams)
-        tf.summary.text(tags.CONFIG_MODEL, json.dumps(MODEL), step=0)
+        tf.summary.text(_tags.CONFIG_MODEL, json.dumps(MODEL), step=0)
         if lint is not None:
             tf.summary.text("config/lint", json.dumps(lint), step=0)
         for step in range(1, epochs * steps_per_epoch + 1):
-            tf.summary.scalar(tags.grad_norm("sequential/dense"), 0.5, step=step)
-            tf.summary.scalar(tags.grad_norm("sequential/out"), 0.4, step=step)
-            tf.summary.scalar(tags.dead_fraction("dense"), 0.8, step=step)
+            tf.summary.scalar(_tags.grad_norm("sequential/dense"), 0.5, step=step)
+            tf.summary.scalar(_tags.grad_norm("sequential/out"), 0.4, step=step)
+            tf.summary.scalar(_tags.dead_fraction("dense"), 0.8, step=step)
             if step % steps_per_epoch == 0:
                 epoch = step // steps_per_epoch - 1
-                tf.summary.scalar(tags.EPOCH, epoch, step=step)
-                tf.summary.scalar(tags.train("loss"), 1.0 / (epoch + 1), step=step)
-                tf.summary.scalar(tags.val("loss"), 1.2 / (epoch + 1), step=step)
-                tf.summary.scalar(tags.val("accuracy"), 0.5 + 0.1 * epoch, step=step)
+                tf.summary.scalar(_tags.EPOCH, epoch, step=step)
+                tf.summary.scalar(_tags.train("loss"), 1.0 / (epoch + 1), step=step)
+                tf.summary.scalar(_tags.val("loss"), 1.2 / (epoch + 1), step=step)
+                tf.summary.scalar(_tags.val("accuracy"), 0.5 + 0.1 * epoch, step=step)
 
 
 def test_tfguard_layout_round_trip(tmp_path):
@@ -50,7 +50,7 @@ def test_tfguard_layout_round_trip(tmp_path):
     assert (s.run, s.source, s.hparams) == ("lr=0.01", "tfguard", {"lr": 0.01, "optimizer": "adam"})
     assert s.model == MODEL
     assert s.epoch_end_steps.tolist() == [5, 10, 15, 20]
-    dead = s.series(tags.dead_fraction("dense"))
+    dead = s.series(_tags.dead_fraction("dense"))
     assert dead.steps.tolist()[:6] == [1, 2, 3, 4, 5, 6]
     assert dead.epochs.tolist()[:6] == [0, 0, 0, 0, 0, 1]
     assert list(s.per_layer("grad_norm")) == ["dense", "out"]
@@ -74,8 +74,8 @@ def test_extra_lint_is_attached_per_run(tmp_path):
 
 def test_hparams_from_markdown_table_when_no_hparams_plugin(tmp_path):
     with tf.summary.create_file_writer(str(tmp_path / "run")).as_default():
-        tf.summary.text(tags.CONFIG_HPARAMS, "| hparam | value |\n|---|---|\n| lr | 0.1 |\n| bs | 32 |", step=0)
-        tf.summary.scalar(tags.train("loss"), 1.0, step=1)
+        tf.summary.text(_tags.CONFIG_HPARAMS, "| hparam | value |\n|---|---|\n| lr | 0.1 |\n| bs | 32 |", step=0)
+        tf.summary.scalar(_tags.train("loss"), 1.0, step=1)
     (s,) = load_signals(tmp_path)
     assert s.hparams == {"lr": "0.1", "bs": "32"}
 
@@ -83,7 +83,7 @@ def test_hparams_from_markdown_table_when_no_hparams_plugin(tmp_path):
 def test_keras_tag_mapping():
     assert keras_tag("epoch_loss", "train") == "train/loss"
     assert keras_tag("epoch_loss", "validation") == "val/loss"
-    assert keras_tag("epoch_learning_rate", "train") == tags.LEARNING_RATE
+    assert keras_tag("epoch_learning_rate", "train") == _tags.LEARNING_RATE
     assert keras_tag("batch_loss", "train") == "batch/loss"
     assert keras_tag("batch_steps_per_second", "train") is None
     assert keras_tag("evaluation_loss_vs_iterations", "validation") is None
@@ -109,7 +109,7 @@ def test_stock_keras_layout_with_validation_every_other_epoch():
     assert s.series("val/loss").steps.tolist() == [20, 40, 60]
     assert s.series("val/loss").epochs.tolist() == [1, 3, 5]
     assert s.series("train/loss").steps.tolist() == [10, 20, 30, 40, 50, 60]
-    assert s.series(tags.LEARNING_RATE) is not None
+    assert s.series(_tags.LEARNING_RATE) is not None
     assert list(s.histograms) == ["hist/weights/dense/kernel"]
 
 
@@ -157,7 +157,7 @@ def test_empty_runs_are_left_out_and_missing_logdir_raises(tmp_path):
 
 def test_a_custom_reader_can_be_passed(tmp_path):
     def reader(logdir, **kwargs):
-        return {"x": _run("x", {tags.train("loss"): ([1, 2, 3, 4], [1.0, 0.8, 0.6, 0.5])})}
+        return {"x": _run("x", {_tags.train("loss"): ([1, 2, 3, 4], [1.0, 0.8, 0.6, 0.5])})}
 
     (d,) = diagnose_logdir(tmp_path, reader=reader)
     assert d.run == "x" and d.findings == []

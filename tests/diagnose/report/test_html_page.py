@@ -24,10 +24,10 @@ import pytest  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from tfguard.diagnose import Finding, Signals, diagnose, diagnose_logdir, render_html  # noqa: E402
-from tfguard.diagnose.causes import INVARIANTS  # noqa: E402
-from tfguard.diagnose.report.plots.curves import learning_rate_png, metrics_png  # noqa: E402
-from tfguard.diagnose.report.plots.distributions import percentiles  # noqa: E402
-from tfguard.diagnose.report.plots.evidence import evidence_png, on_loss_curve  # noqa: E402
+from tfguard.diagnose._causes import INVARIANTS  # noqa: E402
+from tfguard.diagnose._report.plots.curves import learning_rate_png, metrics_png  # noqa: E402
+from tfguard.diagnose._report.plots.distributions import percentiles  # noqa: E402
+from tfguard.diagnose._report.plots.evidence import evidence_png, on_loss_curve  # noqa: E402
 
 from .test_reports import Elements, chromium, needs_chromium  # noqa: E402
 
@@ -325,7 +325,7 @@ def test_hostile_names_in_firewall_and_hparams_are_literal():
 
 
 def test_report_command_writes_the_sections(sweep, tmp_path):
-    from tfguard.cli import main
+    from tfguard._cli import main
 
     logdir = tmp_path / "logs"  # two of the runs: a sweep with a firewall and a finding
     logdir.mkdir()

@@ -12,17 +12,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tfguard.diagnose import RULES, MissingSignals, Signals, Thresholds, diagnose
-from tfguard.diagnose.rules.activations import dead_relu, saturated_activation
-from tfguard.diagnose.rules.contract import loss_activation_mismatch
-from tfguard.diagnose.rules.data import label_range, pipeline_order, unnormalized_input
-from tfguard.diagnose.rules.gradients import exploding_gradient, vanishing_gradient
-from tfguard.diagnose.rules.loss_curve import (
+from tfguard.diagnose._rules.activations import dead_relu, saturated_activation
+from tfguard.diagnose._rules.contract import loss_activation_mismatch
+from tfguard.diagnose._rules.data import label_range, pipeline_order, unnormalized_input
+from tfguard.diagnose._rules.gradients import exploding_gradient, vanishing_gradient
+from tfguard.diagnose._rules.loss_curve import (
     no_learning,
     oscillating_loss,
     overfitting,
     slow_convergence,
 )
-from tfguard.diagnose.rules.numeric import nonfinite
+from tfguard.diagnose._rules.numeric import nonfinite
 
 TH = Thresholds()
 STEPS = np.arange(1, 101)  # 100 observations, 10 steps per epoch
@@ -235,7 +235,7 @@ def test_slow_convergence_skips_without_an_initial_loss_or_accuracy():
 
 
 def test_initial_loss_from_first_batches_then_chance_then_epoch0():
-    from tfguard.diagnose.rules.base import finite_epoch_curve, initial_loss
+    from tfguard.diagnose._rules.base import finite_epoch_curve, initial_loss
 
     batch = np.r_[[3.0, 2.9, 2.8], np.linspace(2.7, 2.65, 97)]
     s = signals({"batch/loss": (STEPS, batch), "train/loss": (ENDS, np.linspace(2.75, 2.66, 10))},
@@ -290,7 +290,7 @@ def test_overfitting_quiet_on_plateau_and_noise():
     ("softmax", 1, "BinaryCrossentropy", False, "error"),
     ("softmax", 3, "BinaryCrossentropy", False, "warning"),
     ("sigmoid", 1, "SparseCategoricalCrossentropy", False, "error"),
-    # a ReLU read as probabilities: an all-zero row is a NaN categorical loss (tfguard.losses)
+    # a ReLU read as probabilities: an all-zero row is a NaN categorical loss (tfguard._losses)
     ("relu", 5, "CategoricalCrossentropy", False, "error"),
     ("relu", 5, "CategoricalCrossentropy", True, "warning"),
 ])
@@ -391,7 +391,7 @@ def test_diagnose_subset_thresholds_and_errors():
     s = signals({"activation/dead_fraction/dense": (STEPS, np.full(100, 0.6))})
     assert diagnose(s, rules=["dead_relu"]).ids == []
     assert diagnose(s, rules=["dead_relu"], thresholds={"dead_fraction": 0.5}).ids == ["dead_relu"]
-    from tfguard.errors import ContractError
+    from tfguard._errors import ContractError
 
     with pytest.raises(ContractError, match="unknown rule"):
         diagnose(s, rules=["no_such_rule"])
@@ -424,7 +424,7 @@ def test_rules_never_crash_on_any_values(loss, grads, dead, labels):
 
 def test_sgd_with_momentum_says_each_factor_of_what_it_compares():
     """`SGD(0.05, momentum=0.9)`: the rate is 5x Keras's default; 50x is the step it makes (issue 46)."""
-    from tfguard.diagnose.rules.optimizer import learning_rate
+    from tfguard.diagnose._rules.optimizer import learning_rate
 
     s = Signals.from_arrays({"train/loss": (None, [2.3, 2.0, 1.8, 1.6, 1.5])},
                             model={"optimizer": {"class": "SGD", "learning_rate": 0.05, "momentum": 0.9}})

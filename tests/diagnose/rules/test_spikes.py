@@ -10,8 +10,8 @@ import pytest
 
 import tfguard
 from tfguard.diagnose import LiveDiagnosis, Signals, Thresholds, diagnose_logdir
-from tfguard.diagnose.inputs.signals import MissingSignals
-from tfguard.diagnose.rules.spikes import (
+from tfguard.diagnose._inputs.signals import MissingSignals
+from tfguard.diagnose._rules.spikes import (
     infer_epoch_ends,
     is_running_mean,
     loss_spike,

@@ -17,9 +17,9 @@ import time
 import pytest
 
 from tests.events.eventdata import scalar_event, write_framed
-from tfguard.cli import main
+from tfguard._cli import main
 from tfguard.diagnose import Signals, diagnose
-from tfguard.diagnose.report.compare.select import MAX_DETAILED_RUNS, detailed_runs
+from tfguard.diagnose._report.compare.select import MAX_DETAILED_RUNS, detailed_runs
 
 
 def _sweep(root, runs: int) -> None:
