@@ -16,6 +16,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -124,22 +125,55 @@ def _ending(stderr: str, script: Path) -> tuple[str, str, int | None]:
     return error[0].rsplit(".", 1)[-1], error[1], int(frames[-1]) if frames else None
 
 
-def _run(tmp_path: Path, name: str, *command: str) -> tuple[int, tuple, str]:
+HUNG_AT_EXIT = None
+"""The status of a run that printed its traceback and then hung at exit: after an error inside a
+`from_generator` batch, plain TF 2.21 leaves the process hanging at exit in about 1 run in 8
+(measured: 1 of 8 plain runs of such a program still alive after 60 s; CI saw one at 300 s)."""
+
+
+def _wait(process: subprocess.Popen, stderr: Path, script: Path, limit: float = 300, grace: float = 60):
+    """The exit status, or `HUNG_AT_EXIT` when the traceback is printed and the process is still
+    alive `grace` seconds later (then killed)."""
+    started, printed = time.monotonic(), None
+    while True:
+        try:
+            return process.wait(timeout=1)
+        except subprocess.TimeoutExpired:
+            pass
+        now = time.monotonic()
+        if printed is None and _ending(stderr.read_text(), script)[0]:
+            printed = now
+        if (printed is not None and now - printed > grace) or now - started > limit:
+            process.kill()
+            process.wait()
+            assert printed is not None, f"{script} neither ended nor printed an exception in {limit} s"
+            return HUNG_AT_EXIT
+
+
+def _run(tmp_path: Path, name: str, *command: str) -> tuple[int | None, tuple, str]:
     folder = tmp_path / name
     folder.mkdir(exist_ok=True)
     script = folder / "program.py"
     script.write_text(textwrap.dedent(PROGRAMS[name.split("+")[0]]))
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "TF_CPP_MIN_LOG_LEVEL": "3",
            "CUDA_VISIBLE_DEVICES": ""}
-    done = subprocess.run([sys.executable, *command, str(script)], cwd=folder, env=env, capture_output=True,
-                          text=True, timeout=300)
-    return done.returncode, _ending(done.stderr, script), done.stdout + done.stderr
+    stdout, stderr = folder / "stdout.txt", folder / "stderr.txt"
+    with stdout.open("w") as out, stderr.open("w") as err:
+        process = subprocess.Popen([sys.executable, *command, str(script)], cwd=folder, env=env, stdout=out,
+                                   stderr=err, text=True)
+        status = _wait(process, stderr, script)
+    return status, _ending(stderr.read_text(), script), stdout.read_text() + stderr.read_text()
+
+
+def _same_status(status: int | None, plain: int | None) -> bool:
+    """Equal exit statuses; a run TF hung at exit after the traceback exited with Python's 1."""
+    return (1 if status is HUNG_AT_EXIT else status) == (1 if plain is HUNG_AT_EXIT else plain)
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_a_failing_program_fails_alike_under_tfguard_run(tmp_path, name):
     plain_status, plain_end, plain_out = _run(tmp_path, name + "+plain")
-    assert plain_status == 1 and plain_end[0] and plain_end[2], plain_out[-2000:]
+    assert _same_status(plain_status, 1) and plain_end[0] and plain_end[2], plain_out[-2000:]
     assert "SCRIPT-SAYS finished" not in plain_out
     variants = [("-m", "tfguard", "run", "--logdir", str(tmp_path / "runs"))]
     if name == "unbuilt_model_saved":
@@ -147,4 +181,4 @@ def test_a_failing_program_fails_alike_under_tfguard_run(tmp_path, name):
     for number, variant in enumerate(variants):
         status, end, out = _run(tmp_path, f"{name}+tfguard{number}", *variant)
         assert "SCRIPT-SAYS finished" not in out, out[-3000:]
-        assert (status, end) == (plain_status, plain_end), out[-3000:]
+        assert end == plain_end and _same_status(status, plain_status), out[-3000:]

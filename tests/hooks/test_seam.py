@@ -1,7 +1,7 @@
 """The one seam (issue 43, item 1): every attribute tfguard replaces in Keras goes through `tfguard._seam`.
 
 A fit with the guard and a Logger installs its patches in the order of
-`seam.SITES` and leaves none behind once released; no module but
+`_seam.SITES` and leaves none behind once released; no module but
 `tfguard/_seam.py` assigns an attribute of a patch site (read from the
 source); and `replace`/`restore` give back exactly what was there, in any
 order of removal.
@@ -82,7 +82,7 @@ def _assignments(tree: ast.AST):
 def test_no_module_but_the_seam_assigns_an_attribute_of_a_patch_site():
     found = []
     for path in sorted(SRC.rglob("*.py")):
-        if path == SRC / "seam.py":
+        if path == SRC / "_seam.py":
             continue
         for line, attribute, none in _assignments(ast.parse(path.read_text(encoding="utf-8"))):
             if attribute in KERAS_RESETS and none:

@@ -459,7 +459,7 @@ for name in ("xla", "mirrored"):
     norms = list(run.scalars["weight_norm/hidden"][2])
     print(name, "RATIOS", len(ratios), all(0 < r < 1 for r in ratios), "NORMS", all(n > 0 for n in norms))
     variable = model.get_layer("hidden").kernel
-    series = run.histograms[tags.hist_weights(variable.path)]
+    series = run.histograms[_tags.hist_weights(variable.path)]
     last, kernel = series[-1].buckets, variable.numpy()
     print(name, "STEPS", [point.step for point in series], "COUNT", int(last[:, 2].sum()) == kernel.size,
           "EDGES", bool(np.isclose(last[0, 0], kernel.min()) and np.isclose(last[-1, 1], kernel.max())))
