@@ -131,7 +131,7 @@ HUNG_AT_EXIT = None
 (measured: 1 of 8 plain runs of such a program still alive after 60 s; CI saw one at 300 s)."""
 
 
-def _wait(process: subprocess.Popen, stderr: Path, script: Path, limit: float = 300, grace: float = 60):
+def _wait(process: subprocess.Popen, stderr: Path, script: Path, limit: float = 300, grace: float = 20):
     """The exit status, or `HUNG_AT_EXIT` when the traceback is printed and the process is still
     alive `grace` seconds later (then killed)."""
     started, printed = time.monotonic(), None
