@@ -117,4 +117,13 @@ def call(model: keras.Model, x, **kwargs):
     return model.call(keras.tree.map_structure(keras.ops.convert_to_tensor, x), **kwargs)
 
 
-__all__ = ["UnbuiltModel", "call", "untouched"]
+def call_for_inference(model: keras.Model, x):
+    """`call(model, x)` in inference mode: `training=False` where the model's `call` takes it.
+
+    For use inside `untouched(model)`.
+    """
+    kwargs = {"training": False} if keras_compat.call_has_training_arg(model) else {}
+    return call(model, x, **kwargs)
+
+
+__all__ = ["UnbuiltModel", "call", "call_for_inference", "untouched"]

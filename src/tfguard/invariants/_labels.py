@@ -30,7 +30,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfguard._hooks import keras_compat
-from tfguard._hooks.untouched import call, untouched
+from tfguard._hooks.untouched import call_for_inference, untouched
 from tfguard.invariants import _batches, _evidence
 from tfguard.invariants._inference import RELATIVE_TOLERANCE, relative_change
 
@@ -93,9 +93,8 @@ def labels_read(model: keras.Model, x, y, sample_weight=None) -> dict:
     if _evidence.weightless(sample_weight):
         return _evidence.undecided(record, "the batch's sample weights are all zero: the loss is 0 "
                                           "whatever the labels")
-    kwargs = {"training": False} if keras_compat.call_has_training_arg(model) else {}
     with untouched(model):
-        y_pred = tf.nest.map_structure(tf.convert_to_tensor, call(model, x, **kwargs))
+        y_pred = tf.nest.map_structure(tf.convert_to_tensor, call_for_inference(model, x))
         if _evidence.not_finite(y_pred):
             return _evidence.undecided(record, "the model's predictions on the batch are not finite")
         other = _batches.other_label_structure(y, _classes(y_pred))
@@ -199,9 +198,8 @@ def metrics_read(model: keras.Model, x, y, sample_weight=None) -> dict:
         return record
     if _evidence.weightless(sample_weight):
         return _evidence.undecided(record, "the batch's sample weights are all zero")
-    kwargs = {"training": False} if keras_compat.call_has_training_arg(model) else {}
     with untouched(model):
-        y_pred = call(model, x, **kwargs)
+        y_pred = call_for_inference(model, x)
         if not hasattr(y_pred, "shape"):
             record["evidence"]["skipped"] = "several outputs"
             return record

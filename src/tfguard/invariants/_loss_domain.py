@@ -61,7 +61,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfguard._hooks import keras_compat
-from tfguard._hooks.untouched import call, untouched
+from tfguard._hooks.untouched import call_for_inference, untouched
 from tfguard.invariants import _evidence
 
 MARGIN = 0.1
@@ -117,9 +117,8 @@ def domain_read(model: keras.Model, x, y, sample_weight=None) -> dict:
         return record
     if _evidence.weightless(sample_weight):
         return _evidence.undecided(record, "the batch's sample weights are all zero")
-    kwargs = {"training": False} if keras_compat.call_has_training_arg(model) else {}
     with untouched(model):
-        y_pred = call(model, x, **kwargs)
+        y_pred = call_for_inference(model, x)
         if not hasattr(y_pred, "shape"):
             record["evidence"]["skipped"] = "several outputs"
             return record
