@@ -42,8 +42,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfguard._hooks.keras_compat import call_has_training_arg, nested_layers, optimizers_of
-from tfguard._hooks.untouched import call, untouched
+from tfguard._hooks.keras_compat import nested_layers, optimizers_of
+from tfguard._hooks.untouched import call_for_inference, untouched
 from tfguard.invariants._inference import RELATIVE_TOLERANCE, relative_change
 
 SAMPLE = 1024
@@ -206,10 +206,8 @@ def needed(model: keras.Model, x, paths: list[str], tolerance: float = RELATIVE_
     Each variable gets noise of `PERTURBATION` times its RMS for one
     inference pass, and is then put back bitwise.
     """
-    kwargs = {"training": False} if call_has_training_arg(model) else {}
-
     def outputs():
-        return [np.asarray(o) for o in tf.nest.flatten(call(model, x, **kwargs))]
+        return [np.asarray(o) for o in tf.nest.flatten(call_for_inference(model, x))]
 
     wanted = set(paths)
     found = []
