@@ -15,7 +15,16 @@ Each contender's train function is traced once with its own global mode on
 rounds call the traced functions. Prints the median step time and its ratio
 against plain `fit` (the GAN: against the unguarded GAN).
 
-Run: `.venv/bin/python benchmarks/guard_overhead.py [--rounds 8 --steps 25]`
+A second plain model is a contender of its own ("plain fit, a second
+model"): what two identical models differ by in one run is the figure's
+resolution on the machine it ran on.
+
+With `--ops`, the plain and the guarded step are also traced with the
+TensorFlow profiler (one after the other, in this process) and the time of
+their kernels compared, op type by op type: what the guard adds to a step,
+without the wall clock's noise.
+
+Run: `.venv/bin/python benchmarks/guard_overhead.py [--rounds 8 --steps 25] [--ops]`
 """
 
 from __future__ import annotations
@@ -170,6 +179,65 @@ class Contender:
         return Mode()
 
 
+HEAVY = ("Conv2D", "MaxPool", "MatMul", "ReluGrad", "Softmax")
+"""Kernels both steps run alike (the model's own compute): told apart from what the guard adds."""
+MARKERS = frozenset({"Process", "IfOp", "Start", "Done", "ExecutorDoneCallback", "FunctionRun", "Record",
+                     "StartRegion", "StopRegion", "MemoryAllocation", "MemoryDeallocation"})
+"""Profiler events that span other kernels (a cond's branch, a function call) or mark them: not summed."""
+
+
+def op_times(model, ds, steps: int) -> tuple[dict, float]:
+    """Per op type, the kernel time of `steps` steps of `model` (ms a step), traced by the TensorFlow profiler."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    iterator = iter(ds)
+    logdir = tempfile.mkdtemp(prefix="tfguard-ops-")
+    tf.profiler.experimental.start(logdir)
+    for _ in range(steps):
+        logs = model.train_function(iterator)
+    float(logs["loss"])
+    tf.profiler.experimental.stop()
+    times, nodes = {}, 0
+    for root, _, files in os.walk(logdir):
+        for name in files:
+            if not name.endswith(".xplane.pb"):
+                continue
+            space = xplane_pb2.XSpace()
+            with open(os.path.join(root, name), "rb") as f:
+                space.ParseFromString(f.read())
+            for plane in space.planes:
+                for line in plane.lines:
+                    if not line.name.startswith("tf_Compute"):
+                        continue
+                    for event in line.events:
+                        op = plane.event_metadata[event.metadata_id].name.rsplit(":", 1)[-1]
+                        if op in MARKERS:
+                            nodes += op == "Process"
+                            continue
+                        times[op] = times.get(op, 0.0) + event.duration_ps / 1e9 / steps
+    return times, nodes / steps
+
+
+def print_ops(plain, guarded, ds, steps: int) -> None:
+    base, nodes_p = op_times(plain, ds, steps)
+    mine, nodes_g = op_times(guarded, ds, steps)
+
+    def split(times):
+        heavy = sum(t for op, t in times.items() if any(h in op for h in HEAVY))
+        return heavy, sum(times.values()) - heavy
+
+    (heavy_p, rest_p), (heavy_g, rest_g) = split(base), split(mine)
+    print(f"\nkernel time a step (profiler, {steps} steps each): plain {heavy_p + rest_p:.3f} ms, "
+          f"guard {heavy_g + rest_g:.3f} ms")
+    print(f"  the model's convolutions/matmuls: plain {heavy_p:.3f} ms, guard {heavy_g:.3f} ms")
+    print(f"  every other kernel: plain {rest_p:.3f} ms, guard {rest_g:.3f} ms: "
+          f"the guard adds {rest_g - rest_p:+.3f} ms = {(rest_g - rest_p) / (heavy_p + rest_p):+.2%} of plain's step")
+    deltas = sorted(((mine.get(op, 0.0) - base.get(op, 0.0), op) for op in set(base) | set(mine)
+                     if not any(h in op for h in HEAVY)), reverse=True)
+    print(f"  kernels run a step: plain {nodes_p:.0f}, guard {nodes_g:.0f} (each costs the executor a few us more)")
+    print("  largest additions: " + ", ".join(f"{op} {d:+.3f}" for d, op in deltas[:6]))
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15)
@@ -177,6 +245,9 @@ def main(argv=None) -> int:
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--threads", type=int, default=1,
                         help="TensorFlow intra/inter-op threads (1: stable figures on a shared 2-core box)")
+    parser.add_argument("--ops", action="store_true",
+                        help="also compare the kernels of the plain and the guarded step (TensorFlow profiler)")
+    parser.add_argument("--ops-steps", type=int, default=100)
     args = parser.parse_args(argv)
     if args.threads:
         tf.config.threading.set_intra_op_parallelism_threads(args.threads)
@@ -185,6 +256,7 @@ def main(argv=None) -> int:
     dump_root = tempfile.mkdtemp(prefix="tfguard-dump-")
     contenders = [
         Contender("plain fit", reference_cnn()),
+        Contender("plain fit, a second model", reference_cnn()),
         Contender("guard (default)", tfguard.guard(reference_cnn(), quarantine_dir=quarantine)),
         Contender(
             "guard (every layer)",
@@ -227,6 +299,8 @@ def main(argv=None) -> int:
         base = (contender.base or plain).times
         ratio = statistics.median(t / b for t, b in zip(contender.times, base))
         print(f"{contender.name:32s} {median * 1000:15.2f} {ratio:14.3f}x")
+    if args.ops:
+        print_ops(contenders[0].model, contenders[2].model, ds, args.ops_steps)
     return 0
 
 

@@ -182,3 +182,41 @@ def test_every_layer_checked_in_a_gated_step_is_judged_at_its_apply_not_held_to_
     assert info.value.stage == "forward" and "log" in info.value.where
     assert "has a NaN or Inf among its 48 values" in str(info.value)
     assert foreign.bitwise_equal(before, foreign.state_of(model, model.optimizer, metrics=False))
+
+
+_OPTIMIZERS = {
+    "sgd_nesterov": lambda: keras.optimizers.SGD(0.05, momentum=0.9, nesterov=True),
+    "adamw": lambda: keras.optimizers.AdamW(1e-2, weight_decay=0.01),
+    "nadam": lambda: keras.optimizers.Nadam(1e-2),
+    "rmsprop": lambda: keras.optimizers.RMSprop(1e-2, momentum=0.5),
+    "adam_clipped_scheduled": lambda: keras.optimizers.Adam(
+        keras.optimizers.schedules.ExponentialDecay(1e-2, 3, 0.9), global_clipnorm=0.1),
+    "adam_ema": lambda: keras.optimizers.Adam(1e-2, use_ema=True),
+    "lion": lambda: keras.optimizers.Lion(1e-3),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_OPTIMIZERS))
+def test_a_small_update_writes_its_checked_dry_run_bitwise_what_its_own_apply_writes(name, skips):
+    # A model small enough to hold is gated too: the values its dry run checked are what is written, so
+    # nothing is copied to roll it back and the optimizer's math runs once. Training must not move by one
+    # bit: weights, slots, iterations and the EMA equal an unguarded model's after two epochs (a max-norm
+    # constraint included), and the written state is left out of the restore.
+    def model():
+        keras.utils.set_random_seed(0)
+        m = keras.Sequential([keras.Input((8,)),
+                              keras.layers.Dense(32, activation="relu", kernel_constraint=keras.constraints.MaxNorm(1.0)),
+                              keras.layers.Dense(3, activation="softmax")])
+        m.compile(optimizer=_OPTIMIZERS[name](), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+        return m
+
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(96, 8)).astype(np.float32), rng.integers(0, 3, 96)
+    plain, guarded = model(), model()
+    tfguard.guard(guarded, policy="skip", quarantine_dir=None)
+    for m in (plain, guarded):
+        m.fit(x, y, batch_size=16, epochs=2, shuffle=False, verbose=0)
+    assert foreign.bitwise_equal(foreign.state_of(plain, plain.optimizer, metrics=False),
+                                 foreign.state_of(guarded, guarded.optimizer, metrics=False))
+    written = {id(tf_variable(v)) for v in [*guarded.trainable_variables, guarded.optimizer.iterations]}
+    assert skips and written <= skips[-1]

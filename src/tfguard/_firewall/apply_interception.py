@@ -41,6 +41,7 @@ import keras
 import tensorflow as tf
 
 from tfguard._firewall.config import HOLD_BYTES
+from tfguard._firewall.gate import commits
 from tfguard._hooks import dry_run
 from tfguard._hooks.context import StepContext, Update
 from tfguard._hooks.functional_cond import keep_cond_functional
@@ -81,27 +82,36 @@ class FirewallContext(StepContext):
         self.copies: list[Copied] = []  # weights of small updates copied at the apply on recording steps
         self.gradient_buckets: dict = {}  # variable id -> its gradient's histogram, bucketed at the apply
         self.gradient_stats: dict = {}  # variable id -> (table, row): squared norm, zeros, size, at the apply
+        self.stacks = False  # whether held state is copied into stacks (a model small enough to hold whole)
         if restores and model is not None:
-            hold_state(model, self, HOLD_BYTES if hold_bytes is None else hold_bytes)
+            self.stacks = hold_state(model, self, HOLD_BYTES if hold_bytes is None else hold_bytes)
 
     def intercept_apply(self, optimizer, gradients, variables, scale, apply: Callable[[list], object]):
         """Holds, gates and takes the gradient tables of one update, then applies it (or not: a rejected gated one)."""
         update = self.record_update(optimizer, gradients, variables, scale)
         if update is None:  # inside the step's own control flow: checked through its state alone
             return apply(gradients)
-        if self.restores:
-            self.transaction.hold(update.variables)
-            self.transaction.hold(optimizer.variables)
-        if self.gate is not None and any(isinstance(g, tf.IndexedSlices) for g in gradients):
-            gradients = zero_sparse_unless(self.gate.checks_hold(), gradients)
         update.state_bytes = dry_run.state_bytes([*update.variables, *optimizer.variables])
         update.small = self.hold_bytes is None or update.state_bytes <= self.hold_bytes
+        writes_values = self.gate is not None and self.gate.eligible(update) and commits(update)
+        waits = []
+        if self.restores:
+            state = [*update.variables, *optimizer.variables]
+            if writes_values:  # held as read: used (and copied) only if a later check rejects the step
+                self.transaction.hold(state)
+            else:  # an optimizer built by this step (its first trace) holds its slots here, stacked like the rest;
+                self.transaction.hold(state, stack=self.stacks)  # the writes wait for the copies: made in place
+                waits += self.transaction.copies_of(state)
+        if self.gate is not None and any(isinstance(g, tf.IndexedSlices) for g in gradients):
+            gradients = zero_sparse_unless(self.gate.checks_hold(), gradients)
         ok = self.gate(update, gradients) if self.gate is not None else None
-        waits = self._gradient_tables(update)
+        waits += self._gradient_tables(update)
         if ok is not None:
             if waits:
                 with tf.control_dependencies(waits):
                     ok = tf.identity(ok)
+            if update.values is not None:  # its dry run's values, checked: written as they are
+                return self._gated(ok, lambda: write(update.values))
             return self._gated(ok, lambda: apply(gradients))
         across = None
         if self.weights and not self.restores:
@@ -196,20 +206,27 @@ class FirewallContext(StepContext):
         return self.transaction.stacked_before(variables)
 
 
-def hold_state(model: keras.Model, context: StepContext, hold_bytes: int = HOLD_BYTES) -> None:
-    """Holds everything a step of `model` may change, before it runs.
+def write(values: list) -> None:
+    """Assigns each `(variable, value)`: a value no other op holds becomes the variable's buffer (no copy)."""
+    for variable, value in values:
+        tf_variable(variable).assign(value, read_value=False)
+
+
+def hold_state(model: keras.Model, context: StepContext, hold_bytes: int = HOLD_BYTES) -> bool:
+    """Holds everything a step of `model` may change, before it runs; returns whether it is held stacked.
 
     A model whose whole state is at most `hold_bytes` (no update of it is
-    gated) holds its small variables stacked (`Transaction.hold(stack=True)`):
-    each is then written in place. A larger one holds them as read, so a
-    gated update's, which is never restored, costs no copy.
+    gated) holds its small variables stacked (`Transaction.hold(stack=True)`),
+    each weight with its optimizer slots (one shape): each is then written
+    in place. A larger one holds them as read, so a gated update's, which is
+    never restored, costs no copy.
     """
     slots = dry_run.optimizer_slots(model)
     stack = dry_run.state_bytes([*model.variables, *slots]) <= hold_bytes  # `model_state_bytes`, its slots kept
     txn = context.transaction
-    txn.hold(model.variables, stack=stack)
+    txn.hold([*model.variables, *slots], stack=stack)
     txn.hold(model.metrics_variables, checked=False, stack=stack)
-    txn.hold(slots, stack=stack)
+    return stack
 
 
 def zero_sparse_unless(ok, gradients: list) -> list:

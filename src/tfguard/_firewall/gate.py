@@ -20,6 +20,15 @@ larger than `GuardConfig.hold_bytes` is not held. At the optimizer's apply
 3. runs the optimizer's own `apply` under `tf.cond` on that decision: a
    rejected update is never written, and nothing needs restoring.
 
+An update small enough to hold (at most `hold_bytes` of state, dense
+gradients, at most `COMMITTED_MOST` variables) is gated too, and its dry
+run's values are what gets written (`commits`): the optimizer's math runs
+once, and nothing is copied to roll it back (holding it made each in-place
+write of a large variable copy it first: on the reference CNN, most of what
+the guard cost). Its values live until the decision, as a held copy would,
+and the writes are those of the optimizer's own apply, bitwise
+(tests/firewall/test_gate.py).
+
 The step's final decision is the gate's when no flag came after it and no
 held variable was written after it (`Gate.covers`); the written state of
 that last gated update is then left out of the restore. Otherwise
@@ -43,6 +52,7 @@ import dataclasses
 
 import tensorflow as tf
 
+from tfguard._firewall import stages
 from tfguard._firewall.stages import Flag, Slot, counted_flag, variable_path
 from tfguard._hooks import dry_run, tf_compat
 from tfguard._hooks.transaction import is_float, tf_variable
@@ -50,6 +60,31 @@ from tfguard._signals import stats
 
 _READS = frozenset({"ReadVariableOp", "VariableShape", "ResourceGather", "ResourceGatherNd", "Identity",
                     "VarIsInitializedOp"})
+
+
+COMMITTED_MOST = 256
+"""The most variables (weights, slots, `iterations`) of an update whose dry-run values are written.
+
+Each gets its own finiteness flag and its own write; an update of a deep
+model's thousands of small variables is held in stacks instead, a few ops
+for all of them.
+"""
+
+
+def commits(update) -> bool:
+    """Whether `update` writes its dry run's values (`Gate`): state small enough to keep, dense gradients, few variables.
+
+    Such an update is computed once, checked, and written only when the
+    step's checks hold: nothing is copied to roll it back, and the
+    optimizer's math runs once (a held update's in-place writes copy each
+    large variable first; a gated one computes the update twice). Its
+    values live until the decision, as a held copy would. A sparse
+    gradient is written by the optimizer's own scatter (the order it adds
+    repeated rows in is its own), so such an update applies as it is.
+    """
+    if not update.small or any(isinstance(g, tf.IndexedSlices) for g in update.gradients):
+        return False
+    return len({id(tf_variable(v)) for v in [*update.variables, *update.optimizer.variables]}) <= COMMITTED_MOST
 
 
 def flag_key(flag: Flag) -> tuple:
@@ -64,9 +99,9 @@ def gate_ok(flags: list[Flag], policy: str, reducer: stats.Reducer) -> tf.Tensor
     finite = [f.tensor for f in relevant if f.tensor is not None]
     if finite:
         parts.append(reducer.all_finite(finite))
-    others = [f.ok for f in relevant if f.tensor is None]  # checks taken already (counted flags too)
+    others = [f for f in relevant if f.tensor is None]  # checks taken already (counted flags too)
     if others:
-        parts.append(tf.reduce_all(tf.stack(others)))
+        parts.append(tf.reduce_all(stages.stacked_flags(others, "ok")))
     if not parts:
         return tf.constant(True)
     return parts[0] if len(parts) == 1 else tf.reduce_all(tf.stack(parts))
@@ -119,6 +154,7 @@ class Gate:
         self._graph = None
         self._touched: set | None = None
         self.pending: frozenset | set = frozenset()  # the state of the update being gated (not judged yet)
+        self.commits = False  # the update being gated writes its dry run's values (they live to the decision)
         self._handles: dict = {}
 
     def eligible(self, update) -> bool:
@@ -128,7 +164,7 @@ class Gate:
         strategy = tf.distribute.get_strategy()
         if tf.distribute.has_strategy() and strategy.num_replicas_in_sync > 1:
             return False
-        return update.state_bytes > self.hold_bytes
+        return update.state_bytes > self.hold_bytes or commits(update)
 
     def checks_hold(self) -> tf.Tensor:
         """Whether every check of the step so far holds (the state's left out), the same on every replica."""
@@ -149,22 +185,33 @@ class Gate:
             return None
         trainable = {id(tf_variable(v)) for v in update.variables}
         tables = []
+        self.commits = commits(update)
         # Every other check first: the dry run starts once the step's own work is done and judged,
         # so its values do not share the memory with the backward pass.
         self.pending = {id(tf_variable(v)) for v in [*update.variables, *update.optimizer.variables]}
         before = gate_ok(self.flags_so_far(), self.policy, self.reducer)
         self.pending = frozenset()
 
-        for variable, grad in zip(update.variables, update.dense_gradients()):
-            if grad is not None:  # judged now: the gradient may die with the update, not at the step's end
-                update.gradient_flags[id(grad)] = counted_flag(
-                    Slot("gradients", f"gradient of '{variable_path(variable)}'", "finite"), grad, self.reducer)
+        pairs = [(v, g) for v, g in zip(update.variables, update.dense_gradients()) if g is not None]
+        if self.commits:  # judged now, counted exactly on failure: they die with the dry run
+            slots = [Slot("gradients", f"gradient of '{variable_path(v)}'", "finite") for v, _ in pairs]
+            for (_, grad), flag in zip(pairs, self._judged(slots, [g for _, g in pairs])):
+                update.gradient_flags[id(grad)] = flag
+        for variable, grad in pairs if not self.commits else ():
+            # judged now: the gradient may die with the update, not at the step's end (not kept to be counted)
+            update.gradient_flags[id(grad)] = counted_flag(
+                Slot("gradients", f"gradient of '{variable_path(variable)}'", "finite"), grad, self.reducer)
+
+        committed = [] if self.commits else None
 
         def each(values):
-            """One variable's dry run: its finiteness now (the values die here), its weight statistics on recording steps."""
+            """One variable's dry run: its finiteness now (the values die here, or live to be written), its weight statistics on recording steps."""
             done = []
+            if committed is not None:
+                committed.extend(values)
+                done += self._judge_kept(values)
             for variable, value in values:
-                if is_float(variable):
+                if is_float(variable) and committed is None:
                     flag = counted_flag(Slot("update", f"update of '{variable_path(variable)}'", "finite"), value,
                                         self.reducer)
                     self.update_flags[id(tf_variable(variable))] = flag
@@ -187,6 +234,7 @@ class Gate:
                 ids.update(id(tf_variable(variable)) for variable, _ in values)
                 values = _next_run(steps, each(values))
         update.written = frozenset(ids)
+        update.values = committed
         flags = self.flags_so_far()
         ok = gate_ok(flags, self.policy, self.reducer)
         self.last = GateEntry(frozenset(ids), frozenset(flag_key(f) for f in flags), 0)
@@ -194,6 +242,28 @@ class Gate:
             with tf.control_dependencies(tables):
                 ok = tf.identity(ok)
         return ok
+
+    def _judged(self, slots: list[Slot], tensors: list) -> list[Flag]:
+        """Each tensor's finiteness flag with its `[NaN, +Inf, -Inf, size]` counts, taken now in one check.
+
+        `finite_ok` sums them together on a good step (a few ops, not one
+        per tensor) and counts each only when a sum is not finite. Taken
+        here, not at the step's end: a committed value still held by the
+        end's count would be copied when it is written.
+        """
+        if not tensors:
+            return []
+        flags, counts = stages.finite_ok(tensors, counts=True, reducer=self.reducer)
+        return stages.judged_together(slots, flags, counts)
+
+    def _judge_kept(self, values: list) -> list:
+        """The finiteness flags of a committed run's values, which live on to be written (`_judged`); what the next run waits for."""
+        floats = [(variable, value) for variable, value in values if is_float(variable)]
+        slots = [Slot("update", f"update of '{variable_path(v)}'", "finite") for v, _ in floats]
+        judged = self._judged(slots, [value for _, value in floats])
+        for (variable, _), flag in zip(floats, judged):
+            self.update_flags[id(tf_variable(variable))] = flag
+        return list(judged[0].judged_with[:2]) if judged else []
 
     def applied(self) -> None:
         """Called once the gated `apply` is in the graph: later ops are 'after the gate'."""

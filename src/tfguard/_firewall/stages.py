@@ -65,6 +65,7 @@ class Flag:
     tensor: tf.Tensor | None = None
     result: object = None  # a data CheckResult (counted in the graph for several replicas)
     counts: tf.Tensor | None = None  # a finiteness check already taken: [NaN, +Inf, -Inf, size]
+    judged_with: tuple | None = None  # `(flags [n], counts [n, 4], row)` of a check taken with others
 
     @property
     def finite(self) -> bool:
@@ -96,6 +97,44 @@ def counted_flag(slot: Slot, tensor: tf.Tensor, reducer: stats.Reducer | None = 
     else:
         counts = tf.concat([tf.fill([3], UNCOUNTED), tf.cast(tf.size(tensor), tf.float32)[None]], axis=0)
     return Flag(slot, ok=ok, counts=counts)
+
+
+def judged_together(slots: list[Slot], flags: tf.Tensor, counts: tf.Tensor) -> list[Flag]:
+    """One taken flag per slot from the rows of one check (`finite_ok(..., counts=True)`).
+
+    `stacked_flags` reads such flags back as the vectors themselves, not a
+    slice per flag and a new stack.
+    """
+    return [Flag(slot, ok=flags[row], counts=counts[row], judged_with=(flags, counts, row))
+            for row, slot in enumerate(slots)]
+
+
+def stacked_flags(flags: list[Flag], field: str) -> tf.Tensor:
+    """`[n]` oks (`field="ok"`) or `[n, 4]` counts (`"counts"`) of taken flags, in order.
+
+    Runs of flags judged together (`judged_together`) are read from their
+    check's own vector (a gather when the run is not the whole of it, in
+    order); any other flag is stacked.
+    """
+    parts, single, i = [], [], 0
+    while i < len(flags):
+        source = flags[i].judged_with
+        if source is None:
+            single.append(getattr(flags[i], field))
+            i += 1
+            continue
+        rows = []
+        while i < len(flags) and flags[i].judged_with is not None and flags[i].judged_with[0] is source[0]:
+            rows.append(flags[i].judged_with[2])
+            i += 1
+        if single:
+            parts.append(tf.stack(single))
+            single = []
+        vector = source[0] if field == "ok" else source[1]
+        parts.append(vector if rows == list(range(int(vector.shape[0]))) else tf.gather(vector, rows))
+    if single:
+        parts.append(tf.stack(single))
+    return parts[0] if len(parts) == 1 else tf.concat(parts, axis=0)
 
 
 def finite_flags(stage: str, named: dict) -> list[Flag]:
@@ -338,4 +377,5 @@ def variable_path(variable) -> str:
 
 
 __all__ = ["COUNTED_AT_ONCE", "MUST_REJECT", "UNCOUNTED", "Flag", "Slot", "counted_flag", "data", "finite_flags", "finite_ok",
-           "forward", "gradients", "loss", "nonfinite_counts", "update", "variable_path"]
+           "forward", "gradients", "judged_together", "loss", "nonfinite_counts", "stacked_flags", "update",
+           "variable_path"]

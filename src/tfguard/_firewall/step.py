@@ -137,8 +137,8 @@ def decide(flags: list[Flag], policy: str, reducer: stats.Reducer | None = None)
         parts.append(finite_flags)
         rows.append(counts)
     if taken:
-        parts.append(tf.stack([f.ok for f in taken]))
-        rows.append(tf.stack([f.counts for f in taken]))
+        parts.append(stages.stacked_flags(taken, "ok"))
+        rows.append(stages.stacked_flags(taken, "counts"))
     if others:
         parts.append(tf.stack([f.ok for f in others]))
     ok = tf.concat(parts, axis=0) if len(parts) > 1 else parts[0]
@@ -252,7 +252,7 @@ def make_step(model: keras.Model, inst, original) -> callable:
             records = tape.records if tape is not None else []
             found = list(data_flags)
             forward = stages.forward(config.forward, context, records if layers_mode else _direct(model, records))
-            if layers_mode and (judged or not final):
+            if layers_mode and (judged or not (final or context.gate.commits)):  # a committing gate keeps them
                 forward = [_judged_now(f, judged, reducer) for f in forward]
             found += forward
             found += stages.loss(context, logs if final else {})

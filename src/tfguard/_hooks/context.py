@@ -86,6 +86,7 @@ class Update:
     small: bool = True  # its state is at most the step's `hold_bytes`: its interception may hold the gradients
     written: frozenset = frozenset()  # tf variable ids a gated update writes (checked before writing)
     gradient_flags: dict = dataclasses.field(default_factory=dict)  # id(gradient) -> its flag, taken at the apply
+    values: list | None = None  # `(variable, value)` a gated update writes, its dry run's (None: its own apply runs)
     _dense: list | None = dataclasses.field(default=None, repr=False)
 
     def dense_gradients(self) -> list:

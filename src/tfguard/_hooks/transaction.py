@@ -146,6 +146,20 @@ class Transaction:
             return None
         return take_rows(held[0].value, [h.row for h in held])
 
+    def copies_of(self, variables) -> list[tf.Tensor]:
+        """The stacks (copies) holding any of `variables`, each once: what a write of them waits for.
+
+        A held read is consumed by its stack's `Pack`; a write scheduled
+        before that `Pack` ran would find the buffer shared and copy it
+        first. Writes that wait for the stacks are made in place.
+        """
+        copies = {}
+        for variable in variables:
+            held = self._held.get(id(tf_variable(variable)))
+            if held is not None and held.row is not None:
+                copies.setdefault(id(held.value), held.value)
+        return list(copies.values())
+
     def checked(self) -> list[Held]:
         """The held float variables whose value after the step must be finite."""
         return [h for h in self._held.values() if h.checked]
