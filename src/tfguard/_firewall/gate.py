@@ -89,7 +89,9 @@ def commits(update) -> bool:
 
 def flag_key(flag: Flag) -> tuple:
     """What makes two flags the same check of the same tensor."""
-    return flag.slot, id(flag.tensor if flag.tensor is not None else flag.ok)
+    if flag.tensor is not None:
+        return flag.slot, id(flag.tensor)
+    return flag.slot, id(flag.ok if flag.judged_with is None else flag.judged_with[0])
 
 
 def gate_ok(flags: list[Flag], policy: str, reducer: stats.Reducer) -> tf.Tensor:

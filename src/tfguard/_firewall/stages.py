@@ -65,12 +65,17 @@ class Flag:
     tensor: tf.Tensor | None = None
     result: object = None  # a data CheckResult (counted in the graph for several replicas)
     counts: tf.Tensor | None = None  # a finiteness check already taken: [NaN, +Inf, -Inf, size]
-    judged_with: tuple | None = None  # `(flags [n], counts [n, 4], row)` of a check taken with others
+    judged_with: tuple | None = None  # `(flags [n], counts [n, 4], row)`: taken with others, read by `stacked_flags`
 
     @property
     def finite(self) -> bool:
         """Whether this is a finiteness check (its NaN/Inf counts come back on failure)."""
-        return self.tensor is not None or self.counts is not None
+        return self.tensor is not None or self.taken
+
+    @property
+    def taken(self) -> bool:
+        """Whether this finiteness check was taken before the step's end (its counts are in hand)."""
+        return self.tensor is None and (self.counts is not None or self.judged_with is not None)
 
 
 def counted_flag(slot: Slot, tensor: tf.Tensor, reducer: stats.Reducer | None = None) -> Flag:
@@ -102,11 +107,11 @@ def counted_flag(slot: Slot, tensor: tf.Tensor, reducer: stats.Reducer | None = 
 def judged_together(slots: list[Slot], flags: tf.Tensor, counts: tf.Tensor) -> list[Flag]:
     """One taken flag per slot from the rows of one check (`finite_ok(..., counts=True)`).
 
-    `stacked_flags` reads such flags back as the vectors themselves, not a
-    slice per flag and a new stack.
+    Such a flag has no `ok` or `counts` of its own: `stacked_flags` reads
+    them back as the check's vectors themselves (a slice per flag and a new
+    stack were two more ops per tensor, and three constants each).
     """
-    return [Flag(slot, ok=flags[row], counts=counts[row], judged_with=(flags, counts, row))
-            for row, slot in enumerate(slots)]
+    return [Flag(slot, judged_with=(flags, counts, row)) for row, slot in enumerate(slots)]
 
 
 def stacked_flags(flags: list[Flag], field: str) -> tf.Tensor:

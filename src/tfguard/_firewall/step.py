@@ -127,8 +127,8 @@ def decide(flags: list[Flag], policy: str, reducer: stats.Reducer | None = None)
     `finite_counts` (NaN/+Inf/-Inf/size per finite slot, computed only then).
     """
     finite = [f for f in flags if f.tensor is not None]
-    taken = [f for f in flags if f.tensor is None and f.counts is not None]  # judged earlier in the step
-    others = [f for f in flags if f.tensor is None and f.counts is None]
+    taken = [f for f in flags if f.taken]  # judged earlier in the step
+    others = [f for f in flags if f.tensor is None and not f.taken]
     parts, rows = [], []
     if finite:
         # one cond: on a good step one sum per tensor; only a non-finite sum costs the exact
