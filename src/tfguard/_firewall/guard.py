@@ -78,9 +78,12 @@ def guard(
         max_quarantined: quarantine at most this many batches. Defaults to `5`.
         localize: replay a bad batch to name the first bad layer/variable/op
             before raising. Defaults to `True`.
-        hold_bytes: an optimizer update with at most this much state is held
-            and rolled back; a larger one is checked before it is written, at
-            no memory cost (`tfguard._firewall.gate`). Defaults to 32 MiB.
+        hold_bytes: the most state of an optimizer update the guard keeps
+            alive to decide on it: such an update is computed, checked and
+            then written (or held and rolled back, where its values cannot
+            be computed ahead); a larger one is checked before it is written
+            and computed again to write it, at no memory cost
+            (`tfguard._firewall.gate`). Defaults to 32 MiB.
         spikes: also reject a step whose loss or global gradient norm is an
             outlier (a spike) against the last accepted steps, in the graph
             (`tfguard._firewall.spikes`): `True` for OLMo-core's rule (above
