@@ -194,31 +194,26 @@ class Gate:
         before = gate_ok(self.flags_so_far(), self.policy, self.reducer)
         self.pending = frozenset()
 
+        # judged now: the gradient may die with the update, not at the step's end
         pairs = [(v, g) for v, g in zip(update.variables, update.dense_gradients()) if g is not None]
-        if self.commits:  # judged now, counted exactly on failure: they die with the dry run
-            slots = [Slot("gradients", f"gradient of '{variable_path(v)}'", "finite") for v, _ in pairs]
-            for (_, grad), flag in zip(pairs, self._judged(slots, [g for _, g in pairs])):
-                update.gradient_flags[id(grad)] = flag
-        for variable, grad in pairs if not self.commits else ():
-            # judged now: the gradient may die with the update, not at the step's end (not kept to be counted)
-            update.gradient_flags[id(grad)] = counted_flag(
-                Slot("gradients", f"gradient of '{variable_path(variable)}'", "finite"), grad, self.reducer)
+        flags, _ = self._judge([Slot("gradients", f"gradient of '{variable_path(v)}'", "finite") for v, _ in pairs],
+                               [g for _, g in pairs])
+        for (_, grad), flag in zip(pairs, flags):
+            update.gradient_flags[id(grad)] = flag
 
         committed = [] if self.commits else None
 
         def each(values):
             """One variable's dry run: its finiteness now (the values die here, or live to be written), its weight statistics on recording steps."""
-            done = []
+            floats = [(variable, value) for variable, value in values if is_float(variable)]
+            flags, done = self._judge(
+                [Slot("update", f"update of '{variable_path(v)}'", "finite") for v, _ in floats],
+                [value for _, value in floats])
+            for (variable, _), flag in zip(floats, flags):
+                self.update_flags[id(tf_variable(variable))] = flag
             if committed is not None:
                 committed.extend(values)
-                done += self._judge_kept(values)
-            for variable, value in values:
-                if is_float(variable) and committed is None:
-                    flag = counted_flag(Slot("update", f"update of '{variable_path(variable)}'", "finite"), value,
-                                        self.reducer)
-                    self.update_flags[id(tf_variable(variable))] = flag
-                    done += [flag.ok, flag.counts]
-            mine = [(v, value) for v, value in values if id(tf_variable(v)) in trainable and is_float(v)]
+            mine = [(v, value) for v, value in floats if id(tf_variable(v)) in trainable]
             if mine and self.weight_stats is not None:
                 table = dry_run.weight_table(mine, self.record_flag)
                 tables.append(table)
@@ -245,27 +240,23 @@ class Gate:
                 ok = tf.identity(ok)
         return ok
 
-    def _judged(self, slots: list[Slot], tensors: list) -> list[Flag]:
-        """Each tensor's finiteness flag with its `[NaN, +Inf, -Inf, size]` counts, taken now in one check.
+    def _judge(self, slots: list[Slot], tensors: list) -> tuple[list[Flag], list]:
+        """A finiteness flag per tensor, taken now; and what a run after them waits for.
 
-        `finite_ok` sums them together on a good step (a few ops, not one
-        per tensor) and counts each only when a sum is not finite. Taken
-        here, not at the step's end: a committed value still held by the
-        end's count would be copied when it is written.
+        The update being committed: one `finite_ok` for all of them (a few
+        ops on a good step, each counted exactly only when a sum is not
+        finite), read back as vectors (`stages.judged_together`). Taken here,
+        not at the step's end: a committed value still held by the end's
+        count would be copied when it is written. Otherwise one sum each
+        (`counted_flag`): the tensors die here, their counts not taken.
         """
         if not tensors:
-            return []
-        flags, counts = stages.finite_ok(tensors, counts=True, reducer=self.reducer)
-        return stages.judged_together(slots, flags, counts)
-
-    def _judge_kept(self, values: list) -> list:
-        """The finiteness flags of a committed run's values, which live on to be written (`_judged`); what the next run waits for."""
-        floats = [(variable, value) for variable, value in values if is_float(variable)]
-        slots = [Slot("update", f"update of '{variable_path(v)}'", "finite") for v, _ in floats]
-        judged = self._judged(slots, [value for _, value in floats])
-        for (variable, _), flag in zip(floats, judged):
-            self.update_flags[id(tf_variable(variable))] = flag
-        return list(judged[0].judged_with[:2]) if judged else []
+            return [], []
+        if self.commits:
+            ok, counts = stages.finite_ok(tensors, counts=True, reducer=self.reducer)
+            return stages.judged_together(slots, ok, counts), [ok, counts]
+        flags = [counted_flag(slot, tensor, self.reducer) for slot, tensor in zip(slots, tensors)]
+        return flags, [t for flag in flags for t in (flag.ok, flag.counts)]
 
     def applied(self) -> None:
         """Called once the gated `apply` is in the graph: later ops are 'after the gate'."""
