@@ -25,6 +25,7 @@ there the many small ops a guard adds per variable are fused.
 
 `--contenders` picks some of them (plain `fit` always runs); the paired
 column is the median over rounds of each round's ratio to plain's round.
+Each round starts with the next contender (`rotated`).
 
 `--per-fit` also runs, in each round, a `fit` of half of `--steps` and
 prints what a long run meets apart from what each `fit` costs once: a
@@ -139,6 +140,17 @@ def contenders_of(keys: list[str], build, logdir: str) -> list[Contender]:
     return [made[key]() for key in CONTENDERS if key == "plain" or key in keys]
 
 
+def rotated(contenders: list, round_: int) -> list:
+    """The order of round `round_`: each contender runs first in turn (a fixed order gives the first
+    one of a round its own share of the machine's slow spells).
+
+    >>> rotated(["a", "b", "c"], 0), rotated(["a", "b", "c"], 4)
+    (['a', 'b', 'c'], ['b', 'c', 'a'])
+    """
+    shift = round_ % len(contenders)
+    return contenders[shift:] + contenders[:shift]
+
+
 def per_fit(contender: Contender, plain: Contender, short: int, long: int) -> tuple[float, float, float]:
     """From `--per-fit` rounds: a step's CPU ms in a long run, its ratio to plain's, and one `fit`'s fixed CPU ms.
 
@@ -180,8 +192,8 @@ def measure(model_name: str, rounds: int, steps: int, first_steps: int, jit: boo
         if c.after_first is not None:
             c.after_first(c.model)
     short = steps // 2
-    for _ in range(rounds):
-        for c in contenders:
+    for round_ in range(rounds):
+        for c in rotated(contenders, round_):
             wall, cpu = c.fit(data, steps)
             c.times.append(wall / steps)
             c.cpu_times.append(cpu / steps)

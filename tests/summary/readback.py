@@ -20,7 +20,15 @@ class Point:
 
 
 def event_files(run_dir: str) -> list[str]:
-    return sorted(glob.glob(os.path.join(run_dir, "events.out.tfevents.*")))
+    """The run's event files in the order they were made: by time, then by the process's file counter
+    (`events.out.tfevents.<time>.<host>.<pid>.<counter>.v2`), as numbers: "10" follows "9"."""
+
+    def made(path: str) -> tuple:
+        parts = os.path.basename(path).split(".")
+        numbers = [int(p) if p.isdigit() else -1 for p in (parts[3], parts[-2])] if len(parts) > 4 else [-1, -1]
+        return (*numbers, path)
+
+    return sorted(glob.glob(os.path.join(run_dir, "events.out.tfevents.*")), key=made)
 
 
 def read_run(run_dir: str) -> dict[str, list[Point]]:

@@ -175,3 +175,53 @@ def test_a_histogram_value_is_encoded_as_tensorboards_make_tensor_proto_encodes_
 
     buckets = np.random.default_rng(2).random((30, 3))
     assert histogram_value("hist/x", buckets).tensor == tensor_util.make_tensor_proto(buckets)
+
+
+def test_values_handed_to_the_writers_thread_are_written_there_and_in_order_before_any_later_call(tmp_path):
+    import threading
+    import time
+
+    writer = RunWriter(str(tmp_path))
+    made_in = []
+
+    def values(step):
+        made_in.append(threading.current_thread().name)
+        yield ("train/loss", float(step))
+
+    assert writer.write_later(1, values(1))
+    deadline = time.monotonic() + 30
+    while not made_in and time.monotonic() < deadline:  # nothing else is called: the thread writes it
+        time.sleep(0.01)
+    assert made_in == ["tfguard-summary-writer"]
+    for step in range(2, 40):
+        assert writer.write_later(step, values(step))
+    assert writer.write(40, [("train/loss", 40.0)])  # after every value handed over, whichever thread wrote them
+    writer.close()
+    assert [p.step for p in read_run(str(tmp_path))["train/loss"]] == list(range(1, 41))
+    assert len(made_in) == 39 and set(made_in) <= {"tfguard-summary-writer", threading.current_thread().name}
+
+
+def test_a_failure_in_the_writers_thread_warns_once_and_stops_logging(tmp_path):
+    writer = RunWriter(_unwritable(tmp_path))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert writer.write_later(1, [("a", 1.0)])
+        writer.flush()  # waits for nothing: the pending write runs first, here or in the thread
+        assert writer.write_later(2, [("a", 2.0)]) is False
+        writer.close()
+    assert [w.category for w in caught] == [SummaryWarning] and not writer.active
+
+
+def test_an_error_in_the_writers_thread_is_raised_by_the_next_call(tmp_path):
+    writer = RunWriter(str(tmp_path))
+    writer.write_later(1, [histogram_value("h", np.zeros((2, 3)))])
+    assert writer.write_later(2, [("h", np.zeros((4, 2)))])  # not a number: raises where it is written
+    with pytest.raises(TypeError):
+        writer.flush()
+    writer.close()
+
+
+def test_a_strict_writer_writes_at_once_so_its_failure_stops_training_at_that_step(tmp_path):
+    writer = RunWriter(_unwritable(tmp_path), strict=True)
+    with pytest.raises(SummaryWriteError, match="strict=True"):
+        writer.write_later(1, [("a", 1.0)])

@@ -93,7 +93,8 @@ class FirewallContext(StepContext):
             return apply(gradients)
         update.state_bytes = dry_run.state_bytes([*update.variables, *optimizer.variables])
         update.small = self.hold_bytes is None or update.state_bytes <= self.hold_bytes
-        writes_values = self.gate is not None and self.gate.eligible(update) and commits(update)
+        update.commits = commits(update)
+        writes_values = update.commits and self.gate is not None and self.gate.eligible(update)
         waits = []
         if self.restores:
             state = [*update.variables, *optimizer.variables]

@@ -166,7 +166,7 @@ class Gate:
         strategy = tf.distribute.get_strategy()
         if tf.distribute.has_strategy() and strategy.num_replicas_in_sync > 1:
             return False
-        return update.state_bytes > self.hold_bytes or commits(update)
+        return update.state_bytes > self.hold_bytes or update.commits
 
     def checks_hold(self) -> tf.Tensor:
         """Whether every check of the step so far holds (the state's left out), the same on every replica."""
@@ -187,7 +187,7 @@ class Gate:
             return None
         trainable = {id(tf_variable(v)) for v in update.variables}
         tables = []
-        self.commits = commits(update)
+        self.commits = update.commits
         # Every other check first: the dry run starts once the step's own work is done and judged,
         # so its values do not share the memory with the backward pass.
         self.pending = {id(tf_variable(v)) for v in [*update.variables, *update.optimizer.variables]}

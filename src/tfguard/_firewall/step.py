@@ -140,7 +140,7 @@ def decide(flags: list[Flag], policy: str, reducer: stats.Reducer | None = None)
         parts.append(stages.stacked_flags(taken, "ok"))
         rows.append(stages.stacked_flags(taken, "counts"))
     if others:
-        parts.append(tf.stack([f.ok for f in others]))
+        parts.append(stages.stacked_flags(others, "ok"))
     ok = tf.concat(parts, axis=0) if len(parts) > 1 else parts[0]
     position = {id(f): i for i, f in enumerate(finite + taken + others)}
     order = [position[id(f)] for f in flags]

@@ -84,6 +84,7 @@ class Update:
     # set by the firewall's apply interception (`tfguard._firewall.apply_interception`):
     state_bytes: int = 0  # of its variables and its optimizer's
     small: bool = True  # its state is at most the step's `hold_bytes`: its interception may hold the gradients
+    commits: bool = False  # gated, it writes its dry run's values (small, dense, few variables: `gate.commits`)
     written: frozenset = frozenset()  # tf variable ids a gated update writes (checked before writing)
     gradient_flags: dict = dataclasses.field(default_factory=dict)  # id(gradient) -> its flag, taken at the apply
     values: list | None = None  # `(variable, value)` a gated update writes, its dry run's (None: its own apply runs)

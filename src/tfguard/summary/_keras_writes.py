@@ -4,7 +4,7 @@
   the tag tfguard's own schedule uses) and, with `images=True`, each weight
   as an image (`images/weights/<path>`), as Keras lays them out (a kernel
   transposed to be wider than tall, a conv kernel one image per filter);
-* `model_graph_value(model)`: the model's configuration for TensorBoard's
+* `model_graph_values(model)`: the model's configuration for TensorBoard's
   Graphs tab (plugin `graph_keras_model`), as Keras writes it;
 * `write_embedding_tables(run_dir, model, metadata)`: every `Embedding`
   table to the projector (`tfguard.summary._embeddings`).
@@ -16,11 +16,13 @@ Example:
 >>> values, pictures = weight_values(model, images=True)
 >>> sorted(v.tag for v in values), [(tag, images.shape) for tag, images in pictures]
 (['hist/weights/m/d/bias', 'hist/weights/m/d/kernel'], [('images/weights/m/d/kernel', (1, 2, 3, 1)), ('images/weights/m/d/bias', (1, 2, 1, 1))])
->>> model_graph_value(model).metadata.plugin_data.plugin_name
-'graph_keras_model'
+>>> [v.metadata.plugin_data.plugin_name for v in model_graph_values(model)]
+['graph_keras_model']
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import keras
 import numpy as np
@@ -73,19 +75,23 @@ def weight_values(model: keras.Model, images: bool = False) -> tuple[list, list]
     return values, pictures
 
 
-def model_graph_value(model: keras.Model) -> summary_pb2.Summary.Value | None:
-    """The model's JSON configuration for TensorBoard's Graphs tab, or `None` if it does not serialize."""
+def model_graph_values(model: keras.Model) -> Iterator[summary_pb2.Summary.Value]:
+    """The model's JSON configuration for TensorBoard's Graphs tab, none if it does not serialize.
+
+    A generator: a deep model's JSON takes a while, and it is made where
+    the values are read (`RunWriter.write_later` reads them in the writer's thread).
+    """
     try:
         text = model.to_json()
     except Exception:  # a model Keras cannot serialize simply has no conceptual graph
-        return None
+        return
     metadata = summary_pb2.SummaryMetadata()
     metadata.plugin_data.plugin_name = GRAPH_PLUGIN
     metadata.plugin_data.content = b"1"
     tensor = tensor_pb2.TensorProto(dtype=types_pb2.DT_STRING,
                                     tensor_shape=tensor_shape_pb2.TensorShapeProto())
     tensor.string_val.append(text.encode("utf-8"))
-    return summary_pb2.Summary.Value(tag="keras", tensor=tensor, metadata=metadata)
+    yield summary_pb2.Summary.Value(tag="keras", tensor=tensor, metadata=metadata)
 
 
 def write_embedding_tables(run_dir: str, model: keras.Model, metadata=None) -> list[str]:
@@ -102,5 +108,5 @@ def write_embedding_tables(run_dir: str, model: keras.Model, metadata=None) -> l
     return written
 
 
-__all__ = ["GRAPH_PLUGIN", "model_graph_value", "weight_image", "weight_values",
+__all__ = ["GRAPH_PLUGIN", "model_graph_values", "weight_image", "weight_values",
            "write_embedding_tables"]

@@ -2,7 +2,8 @@
 
 The Logger gathers what one step produced from several places (the step's
 record, a guard event, an invariant check, the epoch end) and writes them
-as one event per step, in step order, when it emits. The queue also keeps
+as one event per step, in step order, when it emits: handed to the
+writer's thread (`RunWriter.write_later`), so training does not wait for them. The queue also keeps
 the largest step written, where the run's end record goes.
 
 Example:
@@ -39,7 +40,7 @@ class StepQueue:
         self._pending = {}
 
     def emit(self, writer, active: bool = True) -> list[int]:
-        """Writes what is queued, one event per step in step order, and empties the queue.
+        """Hands what is queued to the writer's thread, one event per step in step order, and empties the queue.
 
         Args:
             writer: the `RunWriter`.
@@ -54,7 +55,7 @@ class StepQueue:
         self.written_step = max(self.written_step, *pending)
         steps = sorted(pending)
         for step in steps:
-            writer.write(step, pending[step])
+            writer.write_later(step, pending[step])
         return steps
 
 

@@ -14,6 +14,14 @@ in place, and carries its metadata the first time its event file holds its
 tag: readers take a series' kind from its first value with metadata, and a
 deep model's thousand scalars a step cost a third of the time and bytes.
 
+Training does not wait for its logs: `write_later` hands a step's values
+to the writer's own thread, which builds the protos and writes them while
+the next steps run (TensorFlow releases the GIL while a step executes). Every
+other call (`write`, `flush`, `close`, ...) first writes what was handed
+over, on the caller's thread, so events keep their order and a flush or a
+close loses nothing. A strict writer writes at once: its failure stops
+training at the step that failed.
+
 A log directory that is read-only or full must not cost a training run:
 every write is guarded. On the first failure the writer warns once
 (`SummaryWarning`) and stops writing, or, with `strict=True`, raises
@@ -30,11 +38,14 @@ True
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import functools
 import math
 import os
 import re
 import struct
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable
@@ -160,6 +171,21 @@ def session_start_event(step: int, wall_time: float | None = None) -> event_pb2.
     )
 
 
+def _after_pending(method):
+    """`method` on the caller's thread, after the values handed to `write_later` (written first, in order)."""
+
+    @functools.wraps(method)
+    def in_order(self, *args, **kwargs):
+        with self._lock:
+            self._write_pending()
+            error, self._thread_error = self._thread_error, None
+            if error is not None:
+                raise error
+            return method(self, *args, **kwargs)
+
+    return in_order
+
+
 class RunWriter:
     """The event-file writer of one run, created on first use.
 
@@ -199,6 +225,11 @@ class RunWriter:
         self.failed: BaseException | None = None
         self._writer = None
         self._described: set[str] = set()  # scalar tags whose metadata the open event file holds
+        self._pending: collections.deque = collections.deque()  # (step, values) handed to `write_later`
+        self._lock = threading.RLock()  # one thread writes at a time: the caller's or the writer's own
+        self._thread: threading.Thread | None = None  # the writer's thread, while it has values to write
+        self._thread_lock = threading.Lock()  # guards `_thread` against its exit
+        self._thread_error: BaseException | None = None  # what the writer's thread raised, raised by the next call
 
     # -- life cycle --------------------------------------------------------------
     @property
@@ -223,10 +254,11 @@ class RunWriter:
             )
             self._described = set()  # a new event file
         except WRITE_ERRORS as error:
-            self.report_failure(error, "create the event file")
+            self._report_failure(error, "create the event file")
             return False
         return True
 
+    @_after_pending
     def flush(self) -> None:
         """Writes buffered events to disk (no-op before the first write)."""
         if self._writer is None or self.failed is not None:
@@ -234,8 +266,9 @@ class RunWriter:
         try:
             self._writer.flush()
         except WRITE_ERRORS as error:
-            self.report_failure(error, "flush")
+            self._report_failure(error, "flush")
 
+    @_after_pending
     def close(self) -> None:
         """Flushes and closes the event file; a later write opens a new one in the same run."""
         writer, self._writer = self._writer, None
@@ -245,9 +278,10 @@ class RunWriter:
             writer.close()
         except WRITE_ERRORS as error:
             if self.failed is None:
-                self.report_failure(error, "close")
+                self._report_failure(error, "close")
 
     # -- writing -----------------------------------------------------------------
+    @_after_pending
     def write(self, step: int, values: Iterable) -> bool:
         """Writes summary values (`Summary.Value`s, or `(tag, number)` scalars) as one event at `step`.
 
@@ -257,6 +291,61 @@ class RunWriter:
         Raises:
             SummaryWriteError: on a failed write with `strict=True`.
         """
+        return self._write(step, values)
+
+    def write_later(self, step: int, values: Iterable) -> bool:
+        """Hands `values` (as `write` takes them) to the writer's thread, to be written as one event at `step`.
+
+        `values` may be a generator: it runs in the writer's thread. A strict
+        writer writes at once (see `write`).
+
+        Example:
+
+        >>> import tempfile
+        >>> from tfguard.events import read_run
+        >>> writer = RunWriter(tempfile.mkdtemp())
+        >>> writer.write_later(2, [("train/loss", 0.5)]), writer.write(3, [("train/loss", 0.25)])
+        (True, True)
+        >>> writer.close()
+        >>> steps, _, values = read_run(writer.path).scalars["train/loss"]
+        >>> steps.tolist(), values.tolist()
+        ([2, 3], [0.5, 0.25])
+
+        Returns:
+            `False` when logging stopped, else `True`.
+        """
+        if self.strict:
+            return self.write(step, values)
+        if self.failed is not None:
+            return False
+        self._pending.append((int(step), values))
+        with self._thread_lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._write_in_background, daemon=True,
+                                                name="tfguard-summary-writer")
+                self._thread.start()
+        return True
+
+    def _write_in_background(self) -> None:
+        """The writer's thread: writes what was handed over until nothing is left, then ends."""
+        while True:
+            with self._thread_lock:
+                if not self._pending:
+                    self._thread = None
+                    return
+            with self._lock:
+                try:
+                    self._write_pending()
+                except BaseException as error:  # raised on the caller's thread by its next call
+                    self._thread_error = error
+
+    def _write_pending(self) -> None:
+        """Writes the values handed to `write_later`, oldest first (the caller holds `_lock`)."""
+        while self._pending:
+            step, values = self._pending.popleft()
+            self._write(step, values)
+
+    def _write(self, step: int, values: Iterable) -> bool:
         values = list(values)
         if not values:
             return True
@@ -268,7 +357,7 @@ class RunWriter:
                 self._add_scalar(summary, *value)
             else:
                 summary.value.append(value)
-        return self.write_summary(step, summary)
+        return self._write_summary(step, summary)
 
     def _add_scalar(self, summary: summary_pb2.Summary, tag: str, number) -> None:
         """A scalar as `tf.summary.scalar` writes it, in place; its metadata only where the file first holds `tag`."""
@@ -278,17 +367,22 @@ class RunWriter:
             self._described.add(tag)
             value.metadata.CopyFrom(_SCALAR_METADATA)
 
+    @_after_pending
     def write_summary(self, step: int, summary: summary_pb2.Summary) -> bool:
         """Writes one `Summary` proto at `step` (see `write`)."""
+        return self._write_summary(step, summary)
+
+    def _write_summary(self, step: int, summary: summary_pb2.Summary) -> bool:
         if not self._open():
             return False
         try:
             tf_compat.write_raw_summary(self._writer, int(step), summary.SerializeToString())
         except WRITE_ERRORS as error:
-            self.report_failure(error, "write")
+            self._report_failure(error, "write")
             return False
         return True
 
+    @_after_pending
     def write_event(self, event: event_pb2.Event) -> bool:
         """Writes a whole `Event` proto as it is (e.g. `session_start_event`); see `write`."""
         if not self._open():
@@ -297,10 +391,11 @@ class RunWriter:
         try:
             tf_compat.write_event(self._writer, serialized)
         except WRITE_ERRORS as error:
-            self.report_failure(error, "write")
+            self._report_failure(error, "write")
             return False
         return True
 
+    @_after_pending
     def image(self, step: int, tag: str, images, max_outputs: int = 3) -> bool:
         """Writes a batch of images `[n, h, w, c]` in `[0, 1]` as PNG (`tf.summary.image`)."""
         if not self._open():
@@ -309,10 +404,11 @@ class RunWriter:
             with self._writer.as_default():
                 tf.summary.image(tag, images, step=int(step), max_outputs=int(max_outputs))
         except WRITE_ERRORS as error:
-            self.report_failure(error, "write")
+            self._report_failure(error, "write")
             return False
         return True
 
+    @_after_pending
     def report_failure(self, error: BaseException, action: str) -> None:
         """Stops this run's logging after a failed write: warns once, or raises when strict.
 
@@ -339,6 +435,9 @@ class RunWriter:
         Raises:
             SummaryWriteError: with `strict=True` (from `error`).
         """
+        self._report_failure(error, action)
+
+    def _report_failure(self, error: BaseException, action: str) -> None:
         self.failed = error
         writer, self._writer = self._writer, None
         if writer is not None:
