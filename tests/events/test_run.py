@@ -148,7 +148,7 @@ def test_event_files_ignores_other_files_and_directories(tmp_path):
 
 
 def _start(step: int):
-    from tfguard.summary._writers import session_start_event
+    from tfguard.summary._summary_values import session_start_event
 
     return session_start_event(step, wall_time=2000.0)
 
@@ -156,7 +156,7 @@ def _start(step: int):
 def _text_event(tag: str, step: int, text: str):
     from tensorboard.compat.proto import event_pb2
 
-    from tfguard.summary._writers import text_value
+    from tfguard.summary._summary_values import text_value
 
     event = event_pb2.Event(step=step, wall_time=1000.0)
     event.summary.value.append(text_value(tag, text))

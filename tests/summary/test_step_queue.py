@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from tests.summary.readback import read_run
 from tfguard.summary._step_queue import StepQueue
-from tfguard.summary._writers import RunWriter, scalar_value
+from tfguard.summary._summary_values import scalar_value
+from tfguard.summary._writers import RunWriter
 
 
 def test_values_of_one_step_become_one_event_in_step_order(tmp_path):

@@ -14,13 +14,8 @@ import tensorflow as tf
 from tests.summary.readback import event_files, read_run
 from tfguard._errors import SummaryWriteError, TfguardError
 from tfguard._signals import buckets as histogram_buckets
-from tfguard.summary._writers import (
-    RunWriter,
-    SummaryWarning,
-    histogram_value,
-    scalar_value,
-    text_value,
-)
+from tfguard.summary._summary_values import histogram_value, scalar_value, text_value
+from tfguard.summary._writers import RunWriter, SummaryWarning
 
 CHILD = os.path.join(os.path.dirname(__file__), "child.py")
 

@@ -40,7 +40,8 @@ from tensorboard.plugins.hparams import summary_v2 as hparams_summary
 
 from tfguard import _tags
 from tfguard._errors import ContractError
-from tfguard.summary._writers import RunWriter, text_value
+from tfguard.summary._summary_values import text_value
+from tfguard.summary._writers import RunWriter
 
 STATUSES = {
     "success": api_pb2.STATUS_SUCCESS,

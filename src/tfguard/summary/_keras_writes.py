@@ -33,7 +33,7 @@ from tfguard._hooks.transaction import is_float
 from tfguard._signals import histograms
 from tfguard.summary._embeddings import embedding_tables
 from tfguard.summary._projector import MAX_POINTS, write_projector
-from tfguard.summary._writers import histogram_value
+from tfguard.summary._summary_values import histogram_value
 
 GRAPH_PLUGIN = "graph_keras_model"  # TensorBoard's Graphs plugin reads this name for Keras models
 

@@ -116,13 +116,12 @@ from tfguard.summary._run_start import RunStart
 from tfguard.summary._speed import SpeedMeter
 from tfguard.summary._step_listener import StepListener
 from tfguard.summary._step_queue import StepQueue
+from tfguard.summary._summary_values import scalar_value, text_value
 from tfguard.summary._writers import (
     DEFAULT_FILENAME_SUFFIX,
     DEFAULT_FLUSH_MILLIS,
     DEFAULT_MAX_QUEUE,
     RunWriter,
-    scalar_value,
-    text_value,
 )
 
 

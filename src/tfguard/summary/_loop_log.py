@@ -33,7 +33,8 @@ from collections.abc import Callable, Mapping
 from tfguard import _tags
 from tfguard._findings import strict_json
 from tfguard.summary import _hparams as hparams_module
-from tfguard.summary._writers import RunWriter, session_start_event, text_value
+from tfguard.summary._summary_values import session_start_event, text_value
+from tfguard.summary._writers import RunWriter
 
 
 class LoopLog:

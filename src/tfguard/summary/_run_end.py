@@ -39,7 +39,8 @@ from tfguard.summary import _hparams as hparams_module
 from tfguard.summary import _lifecycle
 from tfguard.summary._keras_writes import write_embedding_tables
 from tfguard.summary._projector import compute_embeddings, write_projector
-from tfguard.summary._writers import WRITE_ERRORS, text_value
+from tfguard.summary._summary_values import text_value
+from tfguard.summary._writers import WRITE_ERRORS
 
 
 class RunEnd:

@@ -40,7 +40,7 @@ from tfguard.summary._logger_options import DEFAULT_IMAGES
 from tfguard.summary._projector import check_embedding_source
 from tfguard.summary._resume import guard_offsets, resumed
 from tfguard.summary._rundir import run_dir
-from tfguard.summary._writers import session_start_event, text_value
+from tfguard.summary._summary_values import session_start_event, text_value
 
 
 class RunStart:

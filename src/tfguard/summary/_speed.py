@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 
 from tfguard import _tags
-from tfguard.summary._writers import scalar_value
+from tfguard.summary._summary_values import scalar_value
 
 
 class SpeedMeter:

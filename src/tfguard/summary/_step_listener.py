@@ -32,7 +32,7 @@ from tfguard._findings import strict_json
 from tfguard.invariants import watch as invariant_watch
 from tfguard.summary import _runinfo
 from tfguard.summary._runinfo import guard_event_json, guard_event_line
-from tfguard.summary._writers import histogram_value, scalar_value, text_value
+from tfguard.summary._summary_values import histogram_value, scalar_value, text_value
 
 
 class StepListener:

@@ -9,7 +9,8 @@ the largest step written, where the run's end record goes.
 Example:
 
 >>> import tempfile
->>> from tfguard.summary._writers import RunWriter, scalar_value
+>>> from tfguard.summary._writers import RunWriter
+>>> from tfguard.summary._summary_values import scalar_value
 >>> queue = StepQueue()
 >>> queue.add(5, [scalar_value("a", 1.0)]); queue.add(3, [scalar_value("b", 2.0)])
 >>> writer = RunWriter(tempfile.mkdtemp())

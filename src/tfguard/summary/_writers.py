@@ -7,8 +7,9 @@ values of one step go into one `Summary` proto and one raw-summary op, so
 fifty scalars cost one TensorFlow op instead of fifty, and nothing is
 flushed before `max_queue` events or `flush_millis` (or an explicit flush:
 every epoch end, the end of training, a signal). The values carry
-the same plugin metadata `tf.summary.scalar/histogram/text` write, so
-TensorBoard, `tfguard.events` and any other reader see ordinary summaries.
+the same plugin metadata `tf.summary.scalar/histogram/text` write
+(`tfguard.summary._summary_values`), so TensorBoard, `tfguard.events` and
+any other reader see ordinary summaries.
 A scalar given as a `(tag, number)` pair is written into the step's proto
 in place, and carries its metadata the first time its event file holds its
 tag: readers take a series' kind from its first value with metadata, and a
@@ -30,8 +31,9 @@ every write is guarded. On the first failure the writer warns once
 Example:
 
 >>> import tempfile
+>>> from tfguard.summary._summary_values import text_value
 >>> writer = RunWriter(tempfile.mkdtemp)
->>> writer.write(1, [scalar_value("train/loss", 0.5), text_value("config/hparams", "| a | 1 |")])
+>>> writer.write(1, [("train/loss", 0.5), text_value("config/hparams", "| a | 1 |")])
 True
 >>> writer.close()
 """
@@ -41,24 +43,18 @@ from __future__ import annotations
 import collections
 import contextlib
 import functools
-import math
 import os
 import re
-import struct
 import threading
-import time
 import warnings
 from collections.abc import Callable, Iterable
 
-import numpy as np
 import tensorflow as tf
-from tensorboard.compat.proto import event_pb2, summary_pb2, tensor_pb2, tensor_shape_pb2, types_pb2
-from tensorboard.plugins.histogram import metadata as histogram_metadata
-from tensorboard.plugins.scalar import metadata as scalar_metadata
-from tensorboard.plugins.text import metadata as text_metadata
+from tensorboard.compat.proto import event_pb2, summary_pb2
 
 from tfguard._errors import SummaryWriteError
 from tfguard._hooks import tf_compat
+from tfguard.summary._summary_values import SCALAR_METADATA, fill_scalar
 
 DEFAULT_MAX_QUEUE = 10
 """Events (one per logged step) buffered before a write to disk. TensorFlow's default."""
@@ -66,12 +62,6 @@ DEFAULT_FLUSH_MILLIS = 10_000
 """A write more than this many milliseconds after the last flush flushes (TF: 120000)."""
 DEFAULT_FILENAME_SUFFIX = ".v2"
 """Suffix of the event file names. TensorFlow's default."""
-
-_SCALAR_METADATA = scalar_metadata.create_summary_metadata(display_name=None, description=None)
-_HISTOGRAM_METADATA = histogram_metadata.create_summary_metadata(display_name=None, description=None)
-_TEXT_METADATA = text_metadata.create_summary_metadata(display_name=None, description=None)
-_SCALAR_SHAPE = tensor_shape_pb2.TensorShapeProto()
-_FLOAT32 = struct.Struct("<f")
 
 _REASON_NOISE = re.compile(r"\{\{function_node [^}]*\}\}")
 
@@ -81,94 +71,6 @@ WRITE_ERRORS = (tf.errors.OpError, OSError)
 
 class SummaryWarning(UserWarning):
     """Logging stopped (read-only or full log directory); training goes on."""
-
-
-def float32_bytes(number) -> bytes:
-    """`number` as a float32's 4 bytes (little-endian): beyond float32's range it is an infinity, as a cast makes it.
-
-    >>> float32_bytes(1e300) == float32_bytes(float("inf")), len(float32_bytes(0.5))
-    (True, 4)
-    """
-    number = float(number)
-    try:
-        return _FLOAT32.pack(number)
-    except OverflowError:
-        return _FLOAT32.pack(math.copysign(math.inf, number))
-
-
-def scalar_value(tag: str, value) -> summary_pb2.Summary.Value:
-    """A scalar summary value, as `tf.summary.scalar` writes it (float32 tensor).
-
-    Example:
-
-    >>> scalar_value("train/loss", 0.25).tensor.tensor_content == float32_bytes(0.25)
-    True
-    """
-    summary_value = summary_pb2.Summary.Value(tag=tag, metadata=_SCALAR_METADATA)
-    _fill_scalar(summary_value.tensor, value)
-    return summary_value
-
-
-def _fill_scalar(tensor: tensor_pb2.TensorProto, number) -> None:
-    """Makes `tensor` the float32 scalar `number`, encoded as TensorFlow's writer encodes it (`tensor_content`)."""
-    tensor.dtype = types_pb2.DT_FLOAT
-    tensor.tensor_shape.SetInParent()
-    tensor.tensor_content = float32_bytes(number)
-
-
-def histogram_value(tag: str, buckets) -> summary_pb2.Summary.Value:
-    """A histogram summary value from buckets `[k, 3]` (left edge, right edge, count).
-
-    Example:
-
-    >>> histogram_value("hist/weights/d/kernel", [[0.0, 1.0, 4.0]]).tensor.tensor_shape.dim[1].size
-    3
-
-    Raises:
-        ValueError: if `buckets` is not `[k, 3]`.
-    """
-    array = np.asarray(buckets, dtype=np.float64)
-    if array.ndim != 2 or array.shape[1] != 3:
-        raise ValueError(
-            f"Received invalid histogram buckets for '{tag}', expected shape [k, 3]. Received: shape={array.shape}"
-        )
-    shape = tensor_shape_pb2.TensorShapeProto(dim=[tensor_shape_pb2.TensorShapeProto.Dim(size=n) for n in array.shape])
-    tensor = tensor_pb2.TensorProto(dtype=types_pb2.DT_DOUBLE, tensor_shape=shape,
-                                    tensor_content=array.astype("<f8", copy=False).tobytes())  # make_tensor_proto's bytes, 10x sooner
-    return summary_pb2.Summary.Value(tag=tag, tensor=tensor, metadata=_HISTOGRAM_METADATA)
-
-
-def text_value(tag: str, text: str) -> summary_pb2.Summary.Value:
-    """A text summary value (markdown), as `tf.summary.text` writes it.
-
-    Example:
-
-    >>> text_value("config/model", "{}").tensor.string_val
-    [b'{}']
-    """
-    tensor = tensor_pb2.TensorProto(dtype=types_pb2.DT_STRING, tensor_shape=_SCALAR_SHAPE)
-    tensor.string_val.append(str(text).encode("utf-8"))
-    return summary_pb2.Summary.Value(tag=tag, tensor=tensor, metadata=_TEXT_METADATA)
-
-
-def session_start_event(step: int, wall_time: float | None = None) -> event_pb2.Event:
-    """The `Event` that tells TensorBoard a run restarted at `step` (`SessionLog.START`).
-
-    TensorBoard (and `tfguard.events`) then drop the values of every tag that
-    were written earlier with a step >= `step`: the orphans of a run killed
-    after its last checkpoint.
-
-    Example:
-
-    >>> event = session_start_event(4, wall_time=1.0)
-    >>> event.step, event.session_log.status == event_pb2.SessionLog.START
-    (4, True)
-    """
-    return event_pb2.Event(
-        step=int(step),
-        wall_time=time.time() if wall_time is None else float(wall_time),
-        session_log=event_pb2.SessionLog(status=event_pb2.SessionLog.START),
-    )
 
 
 def _after_pending(method):
@@ -193,7 +95,7 @@ class RunWriter:
 
     >>> import tempfile
     >>> writer = RunWriter(tempfile.mkdtemp, max_queue=5)
-    >>> writer.path is None, writer.write(3, [scalar_value("a", 1.0)]), writer.path is not None
+    >>> writer.path is None, writer.write(3, [("a", 1.0)]), writer.path is not None
     (True, True, True)
     >>> writer.close()
 
@@ -362,10 +264,10 @@ class RunWriter:
     def _add_scalar(self, summary: summary_pb2.Summary, tag: str, number) -> None:
         """A scalar as `tf.summary.scalar` writes it, in place; its metadata only where the file first holds `tag`."""
         value = summary.value.add(tag=tag)
-        _fill_scalar(value.tensor, number)
+        fill_scalar(value.tensor, number)
         if tag not in self._described:
             self._described.add(tag)
-            value.metadata.CopyFrom(_SCALAR_METADATA)
+            value.metadata.CopyFrom(SCALAR_METADATA)
 
     @_after_pending
     def write_summary(self, step: int, summary: summary_pb2.Summary) -> bool:
@@ -470,10 +372,7 @@ __all__ = [
     "DEFAULT_FILENAME_SUFFIX",
     "DEFAULT_FLUSH_MILLIS",
     "DEFAULT_MAX_QUEUE",
+    "WRITE_ERRORS",
     "RunWriter",
     "SummaryWarning",
-    "histogram_value",
-    "scalar_value",
-    "session_start_event",
-    "text_value",
 ]
