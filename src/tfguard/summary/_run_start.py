@@ -87,10 +87,9 @@ class RunStart:
             return
         self._guard_offsets = (0, 0)
         self._start_session()
+        graph = not self._config_text_written and self.keras.write_graph
         if not self._config_text_written:
             self._write_config()
-            if self.keras.write_graph:  # the model's JSON (0.14 s for 200 layers) is made in the writer's thread
-                self._writer.write_later(self._step, model_graph_values(model))
         self._begin_invariants()
         if not self._lint_written and not want_lint:
             self._lint_written = self._writer.write(
@@ -102,6 +101,8 @@ class RunStart:
                 self._step, _tags.IMAGES_INPUTS, unit_images(self.images, len(self.images)),
                 max_outputs=len(self.images),
             )
+        if graph:  # last: the model's JSON is made in the writer's thread, which a later write here would wait for
+            self._writer.write_later(self._step, model_graph_values(model))
 
     def _start_session(self) -> None:
         """Writes `SessionLog.START`; on a resume, takes the guard counters on from the disk.

@@ -80,10 +80,13 @@ def _after_pending(method):
     def in_order(self, *args, **kwargs):
         with self._lock:
             self._write_pending()
+            self._warn_from_thread()
             error, self._thread_error = self._thread_error, None
-            if error is not None:
-                raise error
-            return method(self, *args, **kwargs)
+            try:
+                return method(self, *args, **kwargs)  # a close still closes, a run's status is still written
+            finally:
+                if error is not None:  # what the writer's thread raised, raised here
+                    raise error
 
     return in_order
 
@@ -130,8 +133,10 @@ class RunWriter:
         self._pending: collections.deque = collections.deque()  # (step, values) handed to `write_later`
         self._lock = threading.RLock()  # one thread writes at a time: the caller's or the writer's own
         self._thread: threading.Thread | None = None  # the writer's thread, while it has values to write
-        self._thread_lock = threading.Lock()  # guards `_thread` against its exit
+        self._thread_lock = threading.RLock()  # guards `_thread` against its exit (a signal handler may re-enter)
         self._thread_error: BaseException | None = None  # what the writer's thread raised, raised by the next call
+        self._thread_warning: str | None = None  # the writer's thread's failure, warned on the caller's thread
+        self._writing_pending = False  # `_write_pending` runs: a signal handler's flush leaves the rest to it
 
     # -- life cycle --------------------------------------------------------------
     @property
@@ -216,17 +221,25 @@ class RunWriter:
         Returns:
             `False` when logging stopped, else `True`.
         """
+        self._warn_from_thread()
         if self.strict:
             return self.write(step, values)
         if self.failed is not None:
             return False
         self._pending.append((int(step), values))
         with self._thread_lock:
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._write_in_background, daemon=True,
-                                                name="tfguard-summary-writer")
+            if self._thread is not None:
+                return True
+            self._thread = threading.Thread(target=self._write_in_background, daemon=True,
+                                            name="tfguard-summary-writer")
+            try:
                 self._thread.start()
-        return True
+                return True
+            except RuntimeError:  # no thread to be had (at the interpreter's exit, out of threads)
+                self._thread = None
+        with self._lock:  # written now, on the caller's thread
+            self._write_pending()
+        return self.active
 
     def _write_in_background(self) -> None:
         """The writer's thread: writes what was handed over until nothing is left, then ends."""
@@ -239,15 +252,36 @@ class RunWriter:
                 try:
                     self._write_pending()
                 except BaseException as error:  # raised on the caller's thread by its next call
-                    self._thread_error = error
+                    if self._thread_error is None:
+                        self._thread_error = error
 
     def _write_pending(self) -> None:
-        """Writes the values handed to `write_later`, oldest first (the caller holds `_lock`)."""
-        while self._pending:
-            step, values = self._pending.popleft()
-            self._write(step, values)
+        """Writes the values handed to `write_later`, oldest first (the caller holds `_lock`).
+
+        A signal handler that flushes while this runs on the same thread
+        (the lock is re-entrant) leaves the rest to it: the step it popped is
+        written before the ones after it.
+        """
+        if self._writing_pending:
+            return
+        self._writing_pending = True
+        try:
+            while self._pending:
+                step, values = self._pending.popleft()
+                self._write(step, values)
+        finally:
+            self._writing_pending = False
+
+    def _warn_from_thread(self) -> None:
+        """Warns, on the caller's thread, of a failure the writer's thread met (warning filters are
+        the caller's: a warning raised in the thread while the caller ignores warnings would be lost)."""
+        message, self._thread_warning = self._thread_warning, None
+        if message is not None:
+            warnings.warn(message, SummaryWarning, stacklevel=3)
 
     def _write(self, step: int, values: Iterable) -> bool:
+        if self.failed is not None:  # values not made (a generator's work) once logging stopped
+            return False
         values = list(values)
         if not values:
             return True
@@ -361,11 +395,11 @@ class RunWriter:
                 hint="free disk space or choose a writable logdir; or pass strict=False to keep "
                 "training without logs",
             ) from error
-        warnings.warn(
-            message + " Training goes on without TensorBoard logs (pass strict=True to stop instead).",
-            SummaryWarning,
-            stacklevel=3,
-        )
+        message += " Training goes on without TensorBoard logs (pass strict=True to stop instead)."
+        if threading.current_thread() is self._thread:
+            self._thread_warning = message  # warned by the caller's next call (`_warn_from_thread`)
+            return
+        warnings.warn(message, SummaryWarning, stacklevel=3)
 
 
 __all__ = [
