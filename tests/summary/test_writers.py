@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
+import time
 import warnings
 
 import numpy as np
@@ -172,10 +174,15 @@ def test_a_histogram_value_is_encoded_as_tensorboards_make_tensor_proto_encodes_
     assert histogram_value("hist/x", buckets).tensor == tensor_util.make_tensor_proto(buckets)
 
 
-def test_values_handed_to_the_writers_thread_are_written_there_and_in_order_before_any_later_call(tmp_path):
-    import threading
-    import time
+def _thread_done(writer) -> None:
+    """Waits until the writer's thread wrote what it was handed and ended (nothing else is called meanwhile)."""
+    deadline = time.monotonic() + 30
+    while writer._thread is not None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert writer._thread is None
 
+
+def test_values_handed_to_the_writers_thread_are_written_there_and_in_order_before_any_later_call(tmp_path):
     writer = RunWriter(str(tmp_path))
     made_in = []
 
@@ -184,9 +191,7 @@ def test_values_handed_to_the_writers_thread_are_written_there_and_in_order_befo
         yield ("train/loss", float(step))
 
     assert writer.write_later(1, values(1))
-    deadline = time.monotonic() + 30
-    while not made_in and time.monotonic() < deadline:  # nothing else is called: the thread writes it
-        time.sleep(0.01)
+    _thread_done(writer)  # nothing else is called: the thread writes it
     assert made_in == ["tfguard-summary-writer"]
     for step in range(2, 40):
         assert writer.write_later(step, values(step))
@@ -194,16 +199,6 @@ def test_values_handed_to_the_writers_thread_are_written_there_and_in_order_befo
     writer.close()
     assert [p.step for p in read_run(str(tmp_path))["train/loss"]] == list(range(1, 41))
     assert len(made_in) == 39 and set(made_in) <= {"tfguard-summary-writer", threading.current_thread().name}
-
-
-def _thread_done(writer) -> None:
-    """Waits until the writer's thread wrote what it was handed and ended (nothing else is called meanwhile)."""
-    import time
-
-    deadline = time.monotonic() + 30
-    while writer._thread is not None and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert writer._thread is None
 
 
 def test_a_failure_in_the_writers_thread_is_warned_once_on_the_callers_thread_at_its_next_call(tmp_path):
@@ -234,8 +229,6 @@ def test_an_error_in_the_writers_thread_is_raised_by_the_next_call_which_still_d
 
 
 def test_with_no_thread_to_be_had_values_are_written_at_once(tmp_path, monkeypatch):
-    import threading
-
     def refuse(thread):
         raise RuntimeError("can't create new thread at interpreter shutdown")
 
