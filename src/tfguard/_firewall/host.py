@@ -384,6 +384,8 @@ def _meaningful(scalars: dict, histograms: dict, moved: bool, loss_scaled: bool 
     looks for its scale: normal under mixed precision) measured no gradient:
     its gradient norms and histograms are dropped, never diagnosed.
     """
+    if moved and NO_RATIO not in scalars.values():  # an applied update with every ratio defined: all of it
+        return scalars, histograms
     scalars = {t: v for t, v in scalars.items()
                if (moved or not t.startswith(_UNMOVED))
                and not (t.startswith(_tags.UPDATE_RATIO) and v == NO_RATIO)

@@ -73,9 +73,10 @@ class StepListener:
         values: list = list(step_values.items())  # (tag, number): written in place (`RunWriter.write`)
         if record.scalars and record.moved:
             values.extend(self._speed.scalars(step))
-        values.extend(histogram_value(tag, buckets) for tag, buckets in record.histograms.items())
         if values:
             self._queue.add(step, values)
+        if record.histograms:  # made in the writer's thread: a step's record is not changed after it is handed out
+            self._queue.add(step, (histogram_value(tag, buckets) for tag, buckets in record.histograms.items()))
         self._emit()
 
     def _on_guard_event(self, event) -> None:

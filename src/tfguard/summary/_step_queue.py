@@ -3,7 +3,9 @@
 The Logger gathers what one step produced from several places (the step's
 record, a guard event, an invariant check, the epoch end) and writes them
 as one event per step, in step order, when it emits: handed to the
-writer's thread (`RunWriter.write_later`), so training does not wait for them. The queue also keeps
+writer's thread (`RunWriter.write_later`), so training does not wait for them. Values may be
+handed as a generator: it runs in the writer's thread (a histogram step's
+protos are made there, not between two training steps). The queue also keeps
 the largest step written, where the run's end record goes.
 
 Example:
@@ -21,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 
 
@@ -28,13 +31,17 @@ class StepQueue:
     """Values waiting to be written, by step."""
 
     def __init__(self):
-        self._pending: dict[int, list] = {}
+        self._pending: dict[int, list[Iterable]] = {}  # step -> the values of each `add`, as handed
         self.written_step = 0
         """The largest step emitted so far."""
 
     def add(self, step: int, values: Iterable) -> None:
-        """Queues summary values at `step` (after those already queued there)."""
-        self._pending.setdefault(int(step), []).extend(values)
+        """Queues summary values at `step` (after those already queued there).
+
+        `values` is kept as it is and read when written: a generator runs in
+        the writer's thread, so what it reads must not change until then.
+        """
+        self._pending.setdefault(int(step), []).append(values)
 
     def clear(self) -> None:
         """Drops what is queued (a new run starts)."""
@@ -56,7 +63,7 @@ class StepQueue:
         self.written_step = max(self.written_step, *pending)
         steps = sorted(pending)
         for step in steps:
-            writer.write_later(step, pending[step])
+            writer.write_later(step, itertools.chain.from_iterable(pending[step]))
         return steps
 
 
