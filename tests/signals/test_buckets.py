@@ -142,3 +142,25 @@ def test_groups_hold_at_most_a_chunk_and_a_large_or_unknown_tensor_alone():
         known = [sizes[i] for i in group]
         assert len(group) == 1 or (None not in known and sum(known) <= 512)
     assert [3] in plan and [6] in plan  # 600 > 512, and the unknown one
+
+
+@pytest.mark.parametrize("mode", ["eager", "graph", "xla"])
+def test_tensors_of_one_size_are_bucketed_as_rows_with_the_concatenated_edges_and_counts(mode):
+    # a deep model's layers of one width: rows of one matrix, the same buckets as flattened and concatenated
+    rng = np.random.default_rng(3)
+    values = [rng.normal(size=s).astype("float32") for s in [(4, 6), (24,), (2, 12), (5,), (3, 8), (5,)]]
+    values[1][3] = np.nan
+    values[2][1, 1] = -np.inf
+    values[4][:] = 2.5  # one value: width 1
+    run = lambda *ts: (buckets._buckets_packed(list(ts), 7),  # noqa: E731
+                       tf.stack([buckets._concatenated([t], 7)[0] for t in ts]))
+    if mode != "eager":
+        run = tf.function(run, jit_compile=mode == "xla")
+    as_rows, concatenated = run(*[tf.constant(v) for v in values])
+    if mode != "xla":  # the graph calls the rows' kernel (XLA compiles it with the step)
+        kernels = [n for n in tf.function(run).get_concrete_function(
+            *[tf.TensorSpec(v.shape) for v in values]).graph._functions if "_rows_bucketed" in n]
+        assert kernels, "tensors of one size were not bucketed as rows"
+    np.testing.assert_array_equal(as_rows.numpy()[: len(values)], concatenated.numpy())
+    for i, value in enumerate(values):
+        np.testing.assert_allclose(as_rows[i].numpy(), _reference_buckets(value, 7), rtol=1e-5, atol=1e-5)

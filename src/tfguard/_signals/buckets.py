@@ -129,6 +129,36 @@ def _kernel(fn):
 
 
 def _buckets_packed(tensors: list[tf.Tensor], count: int, reducer: Reducer | None = None) -> tf.Tensor:
+    """`[rows, count, 3]` of `n` small tensors, the first `n` rows theirs.
+
+    Tensors of one known size (a deep model's layers of one width, their
+    kernels, their biases) are bucketed as the rows of one matrix
+    (`_rows_bucketed`): per-row reductions and broadcasts, no segment id
+    or gathered edge per value (200 activations of 2,048 values: ~4 ms
+    where `_packed` took ~12 on one CPU thread). The others are
+    flattened, concatenated and bucketed by one call of `_packed`
+    (`_concatenated`). The same edges and counts either way.
+    """
+    sizes: dict[int, list[int]] = {}
+    for i, t in enumerate(tensors):
+        if t.shape.num_elements():
+            sizes.setdefault(t.shape.num_elements(), []).append(i)
+    alike = [group for group in sizes.values() if len(group) > 1]
+    if not alike:
+        return _concatenated(tensors, count, reducer)
+    reducer = reducer or Reducer()
+    rows = {}
+    for group in alike:
+        table = _rows_bucketed(tf.stack([reducer.flat(as_float32(tensors[i])) for i in group]), len(group), count)
+        rows.update({i: (table, row) for row, i in enumerate(group)})
+    rest = [i for i in range(len(tensors)) if i not in rows]
+    if rest:
+        table = _concatenated([tensors[i] for i in rest], count, reducer)
+        rows.update({i: (table, row) for row, i in enumerate(rest)})
+    return gather_rows([rows[i] for i in range(len(tensors))])
+
+
+def _concatenated(tensors: list[tf.Tensor], count: int, reducer: Reducer | None = None) -> tf.Tensor:
     """`[rows, count, 3]` of `n` small tensors, the first `n` rows theirs: flattened, concatenated, one call of `_packed`.
 
     The sizes are padded to `rows`, a power of two, with empty vectors (rows
@@ -143,6 +173,20 @@ def _buckets_packed(tensors: list[tf.Tensor], count: int, reducer: Reducer | Non
     if rows > n:
         sizes = tf.concat([sizes, tf.zeros([rows - n], tf.int32)], axis=0)
     return _packed(tf.concat(flat, axis=0) if n > 1 else flat[0], sizes, rows, count)
+
+
+@_kernel
+def _rows_bucketed(x: tf.Tensor, n: int, count: int) -> tf.Tensor:
+    """`[n, count, 3]`: the buckets of each row of `x` (`[n, size]`, `size` > 0), as `_packed` buckets them."""
+    x = finite_or_zero(x)
+    low, high = tf.reduce_min(x, axis=1), tf.reduce_max(x, axis=1)
+    width = tf.where(high > low, (high - low) / count, 1.0)
+    index = tf.cast(tf.floor((x - low[:, None]) / width[:, None]), tf.int32)
+    index = tf.clip_by_value(index, 0, count - 1) + tf.range(n)[:, None] * count
+    # ones that the graph optimizer cannot fold into a constant of x's size (index >= 0 always holds)
+    ones = tf.cast(index >= 0, tf.float32)
+    counts = tf.reshape(tf.math.unsorted_segment_sum(ones, index, n * count), [n, count])
+    return _layout(low, width, counts, count)
 
 
 @_kernel
@@ -198,7 +242,7 @@ def _chunked_table(values: tf.Tensor, count: int, chunk: int, unrolled: int,
     """`buckets_chunked` as a table of one row, `[1, count, 3]` (packed when it holds at most `chunk` values)."""
     n = values.shape.num_elements()
     if n is None or n <= chunk:
-        return _buckets_packed([values], count, reducer)
+        return _concatenated([values], count, reducer)
     flat = tf.reshape(values, [-1])
     passes = _pieces if -(-n // chunk) <= unrolled else _looped
     extremes = passes(flat, n, chunk, _extremes, tf.constant([float("inf"), float("-inf")]))
