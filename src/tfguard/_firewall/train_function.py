@@ -59,7 +59,9 @@ def timed_train_function(model: keras.Model, outputs_key: str | None = None):
             the logs themselves. Defaults to `None`.
 
     Returns:
-        `function(iterator) -> logs`, with `BATCH_TIMES` added.
+        `function(iterator) -> logs`, with `BATCH_TIMES` added. A Python
+        iterator (not `tf.data`'s) is pulled on the host, as Keras's own
+        train function does, and its step is not timed.
     """
     step_function = model.train_step
     strategy = model.distribute_strategy
@@ -87,6 +89,11 @@ def timed_train_function(model: keras.Model, outputs_key: str | None = None):
     step_on_iterator = tf.function(step_on_iterator, reduce_retracing=True)
 
     def function(iterator):
+        if not isinstance(iterator, (tf.data.Iterator, tf.distribute.DistributedIterator)):
+            # a Python iterator (Keras's `train_on_batch` hands one batch so): pulled here, as Keras does; untimed
+            for data in iterator:
+                return one_step_on_data(data)
+            raise StopIteration
         logs, times = step_on_iterator(iterator)
         if isinstance(logs, dict) and outputs_key is not None and isinstance(logs.get(outputs_key), dict):
             logs[outputs_key][BATCH_TIMES] = times
