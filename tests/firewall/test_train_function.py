@@ -12,7 +12,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import tfguard
 from tests.hooks.surface import canary
+from tfguard._firewall.instrument import instrumentation_of
+from tfguard._firewall.step import OUTPUT_KEY
 from tfguard._firewall.train_function import BATCH_TIMES, timed_train_function
 
 
@@ -61,3 +64,20 @@ def test_the_times_go_under_the_outputs_key_when_the_step_has_one():
     asked, ready = nested["extra"][BATCH_TIMES].numpy()
     assert ready >= asked > 0
     assert BATCH_TIMES in timed_train_function(model)(iterator)
+
+
+def test_a_guarded_models_idle_steps_pull_their_batch_in_the_graph_and_hand_back_no_optional():
+    # Keras's own function hands its logs back in an `Optional`: two eager ops and ~20 us of structure
+    # per output on every step, the guard's whole premium on a small model; its plain trace is the timed one
+    model, _ = _twins(False)
+    tfguard.guard(model, quarantine_dir=None)
+    model.make_train_function()
+    data = tf.data.Dataset.from_tensor_slices((np.ones((8, 3), "float32"), np.ones((8, 1), "float32"))).batch(4)
+    plain_trace = instrumentation_of(model)._host.function(frozenset())
+    logs = plain_trace(iter(data))
+    assert not isinstance(logs, tf.experimental.Optional)
+    assert BATCH_TIMES in logs[OUTPUT_KEY] and "loss" in logs
+    # `train_on_batch` hands a Python iterator: pulled on the host, as Keras does
+    before = [v.numpy().copy() for v in model.trainable_variables]
+    model.train_on_batch(np.ones((4, 3), "float32"), np.zeros((4, 1), "float32"))
+    assert any(not np.array_equal(b, v.numpy()) for b, v in zip(before, model.trainable_variables))
