@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 from tests.summary.readback import read_run
-from tests.summary.test_writers import _thread_done
+from tests.summary.writer_thread import thread_done
 from tfguard.summary._step_queue import StepQueue
 from tfguard.summary._summary_values import scalar_value
 from tfguard.summary._writers import RunWriter
@@ -39,7 +39,7 @@ def test_values_handed_as_a_generator_are_made_in_the_writers_thread(tmp_path):
     assert made_on == []  # nothing made when queued
     writer = RunWriter(str(tmp_path))
     assert queue.emit(writer) == [2]
-    _thread_done(writer)
+    thread_done(writer)
     writer.close()
     assert made_on == ["tfguard-summary-writer"]
     run = read_run(str(tmp_path))

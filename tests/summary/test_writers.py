@@ -6,7 +6,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 import warnings
 
 import numpy as np
@@ -14,6 +13,7 @@ import pytest
 import tensorflow as tf
 
 from tests.summary.readback import event_files, read_run
+from tests.summary.writer_thread import thread_done
 from tfguard._errors import SummaryWriteError, TfguardError
 from tfguard._signals import buckets as histogram_buckets
 from tfguard.summary._summary_values import histogram_value, scalar_value, text_value
@@ -174,14 +174,6 @@ def test_a_histogram_value_is_encoded_as_tensorboards_make_tensor_proto_encodes_
     assert histogram_value("hist/x", buckets).tensor == tensor_util.make_tensor_proto(buckets)
 
 
-def _thread_done(writer) -> None:
-    """Waits until the writer's thread wrote what it was handed and ended (nothing else is called meanwhile)."""
-    deadline = time.monotonic() + 30
-    while writer._thread is not None and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert writer._thread is None
-
-
 def test_values_handed_to_the_writers_thread_are_written_there_and_in_order_before_any_later_call(tmp_path):
     writer = RunWriter(str(tmp_path))
     made_in = []
@@ -191,7 +183,7 @@ def test_values_handed_to_the_writers_thread_are_written_there_and_in_order_befo
         yield ("train/loss", float(step))
 
     assert writer.write_later(1, values(1))
-    _thread_done(writer)  # nothing else is called: the thread writes it
+    thread_done(writer)  # nothing else is called: the thread writes it
     assert made_in == ["tfguard-summary-writer"]
     for step in range(2, 40):
         assert writer.write_later(step, values(step))
@@ -206,7 +198,7 @@ def test_a_failure_in_the_writers_thread_is_warned_once_on_the_callers_thread_at
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         assert writer.write_later(1, [("a", 1.0)])
-        _thread_done(writer)
+        thread_done(writer)
         # not warned from the thread: the warning filters are the caller's (one that ignores warnings
         # while the thread fails would lose it for good, and it comes once)
         assert not writer.active and not [w for w in caught if w.category is SummaryWarning]
@@ -221,7 +213,7 @@ def test_an_error_in_the_writers_thread_is_raised_by_the_next_call_which_still_d
     writer = RunWriter(str(tmp_path))
     writer.write_later(1, [("loss", 1.0)])
     assert writer.write_later(2, [("h", np.zeros((4, 2)))])  # not a number: raises where it is written
-    _thread_done(writer)
+    thread_done(writer)
     with pytest.raises(TypeError):
         writer.close()
     assert writer._writer is None  # closed all the same

@@ -163,8 +163,8 @@ class Instrumentation(Counters):
             _seam.restore(model, "train_function", self._host_loop)  # an earlier compile's, if any
             self._host_loop = self._host.train_function()  # decides whether the step pulls its batch in the graph
             # the plain trace, made now: where the batch is pulled in the graph, `timed_train_function` (no
-            # `Optional` handed back: Keras's `has_value`/`get_value` and its structure cost ~20 us per output,
-            # the guard's whole premium on the reference CNN); else Keras's own
+            # `Optional` handed back, whose `has_value`, `get_value` and structure cost Python per output on
+            # every step); else Keras's own
             self._host.function(frozenset())
             _seam.replace(model, "train_function", self._host_loop)
             return model.train_function

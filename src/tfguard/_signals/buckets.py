@@ -141,8 +141,9 @@ def _buckets_packed(tensors: list[tf.Tensor], count: int, reducer: Reducer | Non
     """
     sizes: dict[int, list[int]] = {}
     for i, t in enumerate(tensors):
-        if t.shape.num_elements():
-            sizes.setdefault(t.shape.num_elements(), []).append(i)
+        size = t.shape.num_elements()
+        if size:
+            sizes.setdefault(size, []).append(i)
     alike = [group for group in sizes.values() if len(group) > 1]
     if not alike:
         return _concatenated(tensors, count, reducer)
