@@ -12,6 +12,11 @@ trace is bought, as in a long run. Models (`scale_models.py`): the 100- and
 200-layer MLP (Dense(32), a BatchNormalization after every fourth) and
 ResNet50 on 64x64x3.
 
+After the first fits, what they left (the traced models) is moved out of
+Python's garbage collector's reach (`gc.freeze`): a full collection over
+several traced 200-layer models took 0.5-1.9 s and landed in whichever
+contender's round it fell (plain's too), where a user's run holds one model.
+
 Printed per contender: the first `fit` (trace, compile and its steps), the
 median ms/step over interleaved rounds of `fit` (each round `--steps` steps,
 the same for all) as a ratio to plain's, wall-clock and process CPU time
@@ -45,6 +50,7 @@ Run: `.venv/bin/python benchmarks/depth.py [--models mlp_deep100,mlp_deep200] [-
 from __future__ import annotations
 
 import argparse
+import gc
 import inspect
 import os
 import statistics
@@ -191,6 +197,8 @@ def measure(model_name: str, rounds: int, steps: int, first_steps: int, jit: boo
         c.first, _ = c.fit(data, first_steps)
         if c.after_first is not None:
             c.after_first(c.model)
+    gc.collect()
+    gc.freeze()  # the traced models stay: later collections scan only what the rounds make
     short = steps // 2
     for round_ in range(rounds):
         for c in rotated(contenders, round_):

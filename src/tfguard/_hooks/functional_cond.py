@@ -6,7 +6,11 @@ every step whether the branch runs or not. The guard's rarely taken branches cap
 a lot: the restore of a rejected step takes every held value, the exact
 NaN/Inf count every checked tensor, a recording step's signals every
 gradient and weight. Kept functional, such a branch costs one `If` op on the
-steps that do not take it, whatever it captures. XLA compiles the `If` as
+steps that do not take it, and no walk of its body: the `If` still hands
+the branch each tensor it captures (its argument nodes run, about a
+microsecond each on a CPU, a variable's handle a little more), so a
+branch over hundreds of tensors is not free (`benchmarks/HISTORY.md`,
+sixth session), but cheaper than lowered. XLA compiles the `If` as
 it would any cond. Under a `tf.distribute` strategy the cond is lowered as
 usual (a functional `If` cannot take variables placed on several devices).
 
