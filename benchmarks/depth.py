@@ -81,7 +81,7 @@ def op_count(model: keras.Model, spec, recording: bool = False) -> int:
     if inst is not None and recording:
         inst.tracing_kinds = RECORDING
     try:
-        concrete = tf.function(model.train_step).get_concrete_function(spec)
+        concrete = tf.function(model.train_step, autograph=False).get_concrete_function(spec)
     finally:
         if inst is not None:
             inst.tracing_kinds = frozenset()

@@ -119,7 +119,7 @@ def test_several_fits_continue_the_same_run(tmp_path, images):
 def _step_graph_ops(model, x, y):
     """The op types of the model's recording step (the trace that computes the signals)."""
     inst = instrumentation_of(model)
-    function = tf.function(model.train_step)
+    function = tf.function(model.train_step, autograph=False)
     inst.tracing_kinds = frozenset({"scalars", "histograms"})
     try:
         concrete = function.get_concrete_function((tf.TensorSpec((None, *x.shape[1:]), tf.float32),
