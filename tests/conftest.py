@@ -18,6 +18,18 @@ def pytest_report_header(config):
     return f"TensorFlow {tf.__version__} with Keras {keras.__version__}, numpy {np.__version__}"
 
 
+def traced_step(model: keras.Model):
+    """`model.train_step` as a `tf.function`, traced as `fit` traces it: without AutoGraph.
+
+    Keras calls `train_step` through `strategy.run`, which AutoGraph leaves
+    unconverted; converted, tfguard's own code made the same graph in up to
+    three times as long (benchmarks/HISTORY.md, sixth session).
+    """
+    import tensorflow as tf
+
+    return tf.function(model.train_step, autograph=False)
+
+
 def deep_mlp(depth: int, width: int = 8):
     """A compiled MLP of `depth` ReLU Dense layers, a BatchNormalization after every fourth, three logits."""
     layers = [keras.Input((width,))]

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import tfguard
+from tests.conftest import traced_step
 from tests.firewall import foreign
 from tests.summary.readback import read_run
 from tfguard._hooks.transaction import Transaction, tf_variable
@@ -169,7 +170,7 @@ def test_every_layer_checked_in_a_gated_step_is_judged_at_its_apply_not_held_to_
     model.compile(optimizer="adam", loss="mse")
     model.optimizer.build(model.trainable_variables)
     tfguard.guard(model, policy="raise", forward="layers", quarantine_dir=None, hold_bytes=0)
-    graph = tf.function(model.train_step, autograph=False).get_concrete_function(
+    graph = traced_step(model).get_concrete_function(
         (tf.TensorSpec((None, 4), tf.float32), tf.TensorSpec((None, 2), tf.float32))).graph
     layer_outputs = {op.name for op in graph.get_operations()
                      if ("/log" in op.name or "/out" in op.name) and not op.name.startswith("gradient_tape")}

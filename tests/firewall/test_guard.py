@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 import tfguard
-from tests.conftest import deep_mlp, optimizer_state, small_classifier, weights_of
+from tests.conftest import deep_mlp, optimizer_state, small_classifier, traced_step, weights_of
 from tests.firewall import foreign
 from tfguard import GuardViolation, checks
 
@@ -192,7 +192,7 @@ def test_every_layer_mode_costs_one_op_per_layer_more_than_the_output_check():
         model = deep_mlp(depth)
         tfguard.guard(model, policy="skip", forward=forward, quarantine_dir=None)
         spec = (tf.TensorSpec((None, 8), tf.float32), tf.TensorSpec((None,), tf.int64))
-        return len(tf.function(model.train_step, autograph=False).get_concrete_function(spec).graph.get_operations()), len(model.layers)
+        return len(traced_step(model).get_concrete_function(spec).graph.get_operations()), len(model.layers)
 
     (out4, layers4), (out16, layers16) = ops(4, "output"), ops(16, "output")
     (every4, _), (every16, _) = ops(4, "layers"), ops(16, "layers")
@@ -265,7 +265,7 @@ def test_loss_stage_names_the_loss(data, tmp_path):
 
 
 def _op_types(model, spec):
-    concrete = tf.function(model.train_step, autograph=False).get_concrete_function(spec)
+    concrete = traced_step(model).get_concrete_function(spec)
     ops = [op.type for op in concrete.graph.get_operations()]
     for function in concrete.graph._functions.values():
         ops += [node.op for node in function.cached_definition.node_def]

@@ -12,6 +12,7 @@ import pytest
 import tensorflow as tf
 
 import tfguard
+from tests.conftest import traced_step
 from tfguard import GuardViolation, checks
 
 
@@ -179,7 +180,7 @@ class HandDebugDense(keras.layers.Dense):
 
 def _op_types(model):
     spec = (tf.TensorSpec([None, 4]), tf.TensorSpec([None], tf.int64))
-    graph = tf.function(model.train_step, autograph=False).get_concrete_function(spec).graph
+    graph = traced_step(model).get_concrete_function(spec).graph
     return sorted(op.type for op in graph.get_operations())
 
 

@@ -12,7 +12,7 @@ import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import tfguard  # noqa: E402
-from tests.conftest import deep_mlp  # noqa: E402
+from tests.conftest import deep_mlp, traced_step  # noqa: E402
 from tests.graphs import foldable  # noqa: E402
 from tests.summary.conftest import tiny_cnn  # noqa: E402
 from tfguard import _tags  # noqa: E402
@@ -44,7 +44,7 @@ def _recording_graph(model, x_shape):
     inst = instrument(model)
     inst.tracing_kinds = BOTH
     try:
-        return tf.function(model.train_step, autograph=False).get_concrete_function(
+        return traced_step(model).get_concrete_function(
             (tf.TensorSpec(x_shape, tf.float32), tf.TensorSpec((None,), tf.int64))).graph
     finally:
         inst.tracing_kinds = frozenset()
@@ -404,7 +404,7 @@ def test_a_small_models_recording_trace_adds_to_its_step_a_few_ops_whatever_its_
                 histogram_kinds=("activations", "gradients", "weights"))
         model.fit(np.ones((8, 8), "float32"), np.zeros(8, "int64"), verbose=0)
         recording = len(_recording_graph(model, (None, 8)).get_operations())
-        plain = len(tf.function(model.train_step, autograph=False).get_concrete_function(
+        plain = len(traced_step(model).get_concrete_function(
             (tf.TensorSpec((None, 8), tf.float32), tf.TensorSpec((None,), tf.int64))).graph.get_operations())
         extra[depth] = recording - plain
     assert extra[4] < 40
@@ -423,7 +423,7 @@ def test_a_deep_models_recording_branches_cost_a_few_ops_per_layer():
         model.fit(np.ones((8, 8), "float32"), np.zeros(8, "int64"), verbose=0)
         inst.tracing_kinds = frozenset({SCALARS})
         try:
-            graph = tf.function(model.train_step, autograph=False).get_concrete_function(
+            graph = traced_step(model).get_concrete_function(
                 (tf.TensorSpec((None, 8), tf.float32), tf.TensorSpec((None,), tf.int64))).graph.as_graph_def()
         finally:
             inst.tracing_kinds = frozenset()

@@ -15,6 +15,7 @@ from tensorboard.plugins.hparams import api_pb2
 from tensorboard.plugins.hparams import metadata as hp_metadata
 
 import tfguard
+from tests.conftest import traced_step
 from tests.summary.conftest import tiny_cnn
 from tests.summary.readback import read_run, run_dirs, steps
 from tests.terminal import sigint_raises
@@ -119,7 +120,7 @@ def test_several_fits_continue_the_same_run(tmp_path, images):
 def _step_graph_ops(model, x, y):
     """The op types of the model's recording step (the trace that computes the signals)."""
     inst = instrumentation_of(model)
-    function = tf.function(model.train_step, autograph=False)
+    function = traced_step(model)
     inst.tracing_kinds = frozenset({"scalars", "histograms"})
     try:
         concrete = function.get_concrete_function((tf.TensorSpec((None, *x.shape[1:]), tf.float32),
