@@ -12,10 +12,11 @@ trace is bought, as in a long run. Models (`scale_models.py`): the 100- and
 200-layer MLP (Dense(32), a BatchNormalization after every fourth) and
 ResNet50 on 64x64x3.
 
-After the first fits, what they left (the traced models) is moved out of
-Python's garbage collector's reach (`gc.freeze`): a full collection over
-several traced 200-layer models took 0.5-1.9 s and landed in whichever
-contender's round it fell (plain's too), where a user's run holds one model.
+During the rounds, what the first fits left (the traced models) is out of
+Python's garbage collector's reach (`gc.freeze`, undone after them): a full
+collection over several traced 200-layer models took 0.5-1.9 s and landed
+in whichever contender's round it fell (plain's too), where a user's run
+holds one model.
 
 Printed per contender: the first `fit` (trace, compile and its steps), the
 median ms/step over interleaved rounds of `fit` (each round `--steps` steps,
@@ -208,6 +209,7 @@ def measure(model_name: str, rounds: int, steps: int, first_steps: int, jit: boo
             if fit_price:
                 c.long_cpu_times.append(cpu)
                 c.short_cpu_times.append(c.fit(data, short)[1])
+    gc.unfreeze()  # this model's contenders can go once measured (`--models` measures the next in this process)
     spec = (tf.TensorSpec([None, *shape], tf.float32), tf.TensorSpec([None], tf.int32))
     plain, plain_cpu = statistics.median(contenders[0].times), statistics.median(contenders[0].cpu_times)
     print("| contender | ms/step | × plain | CPU ms/step | × plain | paired CPU × plain | first fit s | × plain | ops/layer |")
