@@ -112,8 +112,11 @@ def test_a_nan_batch_does_not_poison_the_window():
     x = x.copy()
     x[NAN * BATCH + 5, 2] = np.nan
     model = _model()
-    _, events = _fit(model, x, y, data=None)  # no data check: the NaN reaches the gradients (ReLU drops it)
-    assert [(e.batch, e.stage) for e in events] == [(NAN, "gradients")]
+    _, events = _fit(model, x, y, data=None)  # no data check: the NaN reaches the model
+    # Caught once, at the outputs where the CPU's ReLU kernel passes a NaN on (AMD EPYC, TF 2.21), at the
+    # gradients where it drops it to 0 (the machines this test was written on): either way not a spike.
+    assert [e.batch for e in events] == [NAN]
+    assert events[0].stage in ("forward", "gradients")
     window = instrumentation_of(model).spike_window
     assert np.isfinite(window.values("loss")).all() and np.isfinite(window.values("gradient_norm")).all()
 
