@@ -30,6 +30,18 @@ def traced_step(model: keras.Model):
     return tf.function(model.train_step, autograph=False)
 
 
+def step_graph(model: keras.Model, spec, kinds=frozenset({"scalars", "histograms"})):
+    """The graph of the instrumented `model`'s step traced as the trace for `kinds` (the recording one by default), as `fit` traces it."""
+    from tfguard._firewall.instrument import instrumentation_of
+
+    inst = instrumentation_of(model)
+    inst.tracing_kinds = frozenset(kinds)
+    try:
+        return traced_step(model).get_concrete_function(spec).graph
+    finally:
+        inst.tracing_kinds = frozenset()
+
+
 def deep_mlp(depth: int, width: int = 8):
     """A compiled MLP of `depth` ReLU Dense layers, a BatchNormalization after every fourth, three logits."""
     layers = [keras.Input((width,))]

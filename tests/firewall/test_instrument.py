@@ -12,7 +12,7 @@ import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import tfguard  # noqa: E402
-from tests.conftest import deep_mlp, traced_step  # noqa: E402
+from tests.conftest import deep_mlp, step_graph, traced_step  # noqa: E402
 from tests.graphs import foldable  # noqa: E402
 from tests.summary.conftest import tiny_cnn  # noqa: E402
 from tfguard import _tags  # noqa: E402
@@ -41,13 +41,8 @@ def _listen(model, **request):
 
 def _recording_graph(model, x_shape):
     """The graph of `model`'s recording trace (scalars and histograms), for inputs of `x_shape` and int64 labels."""
-    inst = instrument(model)
-    inst.tracing_kinds = BOTH
-    try:
-        return traced_step(model).get_concrete_function(
-            (tf.TensorSpec(x_shape, tf.float32), tf.TensorSpec((None,), tf.int64))).graph
-    finally:
-        inst.tracing_kinds = frozenset()
+    instrument(model)
+    return step_graph(model, (tf.TensorSpec(x_shape, tf.float32), tf.TensorSpec((None,), tf.int64)), BOTH)
 
 
 def _by_layer(model):
@@ -419,14 +414,10 @@ def test_a_deep_models_recording_branches_cost_a_few_ops_per_layer():
     branch_ops, layers = {}, {}
     for depth in (8, 24):
         model = deep_mlp(depth)
-        inst, _ = _listen(model, scalars_every=1, weights=True)
+        _listen(model, scalars_every=1, weights=True)
         model.fit(np.ones((8, 8), "float32"), np.zeros(8, "int64"), verbose=0)
-        inst.tracing_kinds = frozenset({SCALARS})
-        try:
-            graph = traced_step(model).get_concrete_function(
-                (tf.TensorSpec((None, 8), tf.float32), tf.TensorSpec((None,), tf.int64))).graph.as_graph_def()
-        finally:
-            inst.tracing_kinds = frozenset()
+        graph = step_graph(model, (tf.TensorSpec((None, 8), tf.float32), tf.TensorSpec((None,), tf.int64)),
+                           {SCALARS}).as_graph_def()
         branch_ops[depth] = sum(len(f.node_def) for f in graph.library.function)
         layers[depth] = len(model.layers)
     assert (branch_ops[24] - branch_ops[8]) / (layers[24] - layers[8]) <= 8

@@ -15,7 +15,7 @@ from tensorboard.plugins.hparams import api_pb2
 from tensorboard.plugins.hparams import metadata as hp_metadata
 
 import tfguard
-from tests.conftest import traced_step
+from tests.conftest import step_graph
 from tests.summary.conftest import tiny_cnn
 from tests.summary.readback import read_run, run_dirs, steps
 from tests.terminal import sigint_raises
@@ -119,15 +119,8 @@ def test_several_fits_continue_the_same_run(tmp_path, images):
 
 def _step_graph_ops(model, x, y):
     """The op types of the model's recording step (the trace that computes the signals)."""
-    inst = instrumentation_of(model)
-    function = traced_step(model)
-    inst.tracing_kinds = frozenset({"scalars", "histograms"})
-    try:
-        concrete = function.get_concrete_function((tf.TensorSpec((None, *x.shape[1:]), tf.float32),
-                                                   tf.TensorSpec((None,), tf.int64)))
-    finally:
-        inst.tracing_kinds = frozenset()
-    graph = concrete.graph.as_graph_def()
+    graph = step_graph(model, (tf.TensorSpec((None, *x.shape[1:]), tf.float32),
+                               tf.TensorSpec((None,), tf.int64))).as_graph_def()
     nodes = list(graph.node) + [n for f in graph.library.function for n in f.node_def]
     return [n.op for n in nodes]
 
