@@ -33,6 +33,7 @@ True
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import weakref
 
 
@@ -117,6 +118,7 @@ class Patch:
         self.name = name
         self.value = value
         self.held = held  # what the owner's own __dict__ had, or _ABSENT
+        self.order = next(_ORDER)  # when it was installed, across all owners
 
     @property
     def owner(self):
@@ -129,7 +131,14 @@ class Patch:
         return f"Patch({what}.{self.name})"
 
 
-_ACTIVE: list[Patch] = []
+_ORDER = itertools.count()
+_CLASS_PATCHES: list[Patch] = []
+"""The patches of classes (Keras's, which live as long as the process)."""
+_PATCHED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+"""`id(owner) -> owner` of each object with patches in place. Its patches live on the object itself
+(`_OWN_PATCHES`): a patch's values (a model's bound methods) refer to the model, so a list here would
+keep every patched model alive; on the object, the two die together."""
+_OWN_PATCHES = "_tfguard_patches"
 
 
 def _set(owner, name: str, value) -> None:
@@ -145,14 +154,24 @@ def _own(owner, name: str):
     return vars(owner).get(name, _ABSENT)
 
 
+def _patches_of(owner) -> list[Patch]:
+    """The list `owner`'s patches are kept in (the classes' one list, or the object's own; empty if it has none)."""
+    if isinstance(owner, type):
+        return _CLASS_PATCHES
+    return vars(owner).get(_OWN_PATCHES, [])
+
+
 def _prune() -> None:
-    _ACTIVE[:] = [p for p in _ACTIVE if p.owner is not None]
+    _CLASS_PATCHES[:] = [p for p in _CLASS_PATCHES if p.owner is not None]
 
 
 def patches(owner=None) -> list[Patch]:
     """The patches in place (of `owner`, or all), in the order they were installed."""
     _prune()
-    return [p for p in _ACTIVE if owner is None or p.owner is owner]
+    if owner is not None:
+        return [p for p in _patches_of(owner) if p.owner is owner]
+    every = [*_CLASS_PATCHES, *(p for o in list(_PATCHED.values()) for p in _patches_of(o))]
+    return sorted(every, key=lambda p: p.order)
 
 
 def replace(owner, name: str, value) -> None:
@@ -163,7 +182,14 @@ def replace(owner, name: str, value) -> None:
     """
     site = site_of(owner, name)
     _prune()
-    _ACTIVE.append(Patch(site, owner, name, value, _own(owner, name)))
+    patch = Patch(site, owner, name, value, _own(owner, name))
+    if isinstance(owner, type):
+        _CLASS_PATCHES.append(patch)
+    else:
+        if _OWN_PATCHES not in vars(owner):
+            object.__setattr__(owner, _OWN_PATCHES, [])
+            _PATCHED[id(owner)] = owner
+        vars(owner)[_OWN_PATCHES].append(patch)
     _set(owner, name, value)
 
 
@@ -176,7 +202,8 @@ def restore(owner, name: str, value=_ABSENT) -> bool:
     replaced it since: it is left as it is). Returns whether a patch was found.
     """
     _prune()
-    chain = [p for p in _ACTIVE if p.owner is owner and p.name == name]
+    kept = _patches_of(owner)
+    chain = [p for p in kept if p.owner is owner and p.name == name]
     if value is not _ABSENT:
         chain_of_value = [p for p in chain if p.value is value]
         if not chain_of_value:
@@ -194,7 +221,10 @@ def restore(owner, name: str, value=_ABSENT) -> bool:
             _delete(owner, name)
         else:
             _set(owner, name, patch.held)
-    _ACTIVE.remove(patch)
+    kept.remove(patch)
+    if not kept and not isinstance(owner, type):
+        object.__delattr__(owner, _OWN_PATCHES)
+        _PATCHED.pop(id(owner), None)
     return True
 
 

@@ -52,7 +52,10 @@ from tfguard._signals import probes
 from tfguard._signals.record import Bus
 from tfguard.checks._contract import infer_contract
 
-_INSTRUMENTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_ATTRIBUTE = "_tfguard_instrumentation"
+"""Where a model keeps its `Instrumentation`: on the model, so the two die together (one cycle the
+garbage collector frees). A registry keyed weakly by the model would keep it alive: its value refers to it."""
+_INSTRUMENTED: weakref.WeakSet = weakref.WeakSet()
 _PATCHED = ("train_step", "make_train_function", "reset_metrics", "fit", COMPLETED_STEP)  # seam.SITES
 
 
@@ -354,28 +357,31 @@ def instrument(model: keras.Model) -> Instrumentation:
     >>> instrument(m) is instrument(m)
     True
     """
-    inst = _INSTRUMENTS.get(model)
+    inst = instrumentation_of(model)
     if inst is None:
         inst = Instrumentation(model)
-        _INSTRUMENTS[model] = inst
+        object.__setattr__(model, _ATTRIBUTE, inst)  # past Keras's and TensorFlow's attribute tracking
+        _INSTRUMENTED.add(model)
     inst.attach()
     return inst
 
 
 def instrumentation_of(model: keras.Model) -> Instrumentation | None:
     """The model's `Instrumentation` if tfguard attached one, else `None`."""
-    return _INSTRUMENTS.get(model)
+    return model.__dict__.get(_ATTRIBUTE) if hasattr(model, "__dict__") else None
 
 
 def instrumented_models() -> list[keras.Model]:
     """The models tfguard is attached to now (guarded by `tfguard.guard`, a session, or a Logger)."""
-    return list(_INSTRUMENTS.keys())
+    return list(_INSTRUMENTED)
 
 
 def release(model: keras.Model) -> None:
     """Detaches tfguard from the model entirely."""
-    inst = _INSTRUMENTS.pop(model, None)
+    inst = instrumentation_of(model)
     if inst is not None:
+        object.__delattr__(model, _ATTRIBUTE)
+        _INSTRUMENTED.discard(model)
         inst.detach()
 
 

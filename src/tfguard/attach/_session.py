@@ -64,6 +64,7 @@ import inspect
 import os
 import threading
 import warnings
+import weakref
 from collections.abc import Callable, Mapping
 
 import keras
@@ -83,6 +84,8 @@ from tfguard.diagnose import Diagnosis
 DEFAULT_LOGDIR = os.path.join("runs", "attached")
 DEFAULT_POLICY = "warn"
 _ACTIVE = threading.Lock()  # one session at a time: keras.Model.fit is process-wide
+_STATE = "_tfguard_attach_state"
+"""Where a model the session took keeps its `ModelState` while the session is open."""
 
 
 class AttachSession:
@@ -152,7 +155,7 @@ class AttachSession:
         self.original_fit = None
         self._wrapper = None
         self._signature = None
-        self._models: dict[int, ModelState] = {}
+        self._models: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # id -> a model it took
         self._events_before: dict[int, int] = {}  # violations each guarded model held at start()
         self._running: set[int] = set()
         self._gating = False
@@ -245,7 +248,9 @@ class AttachSession:
             counts = {name: n for name, n in (loop.gate_counts() if self._gating else {}).items()
                       if name not in looped}
             self.fits.extend(outside_fit_records(self.fits, counts, len(self.fits) + 1, self._events_before))
-            for state in self._models.values():
+            for model in list(self._models.values()):
+                state = vars(model)[_STATE]
+                object.__delattr__(model, _STATE)
                 if state.logger is not None:  # a fit a callback ended by raising never ended its run
                     with contextlib.suppress(Exception):
                         state.logger.close()
@@ -296,12 +301,18 @@ class AttachSession:
             self._running.discard(id(model))
 
     def _prepare(self, model, record: FitRecord) -> ModelState:
-        """The model's state in the session: guarded on its first fit, remembered until close."""
-        state = self._models.get(id(model))
-        if state is None:
-            state = self._models[id(model)] = take_model(
-                model, record, guard=self.guard, policy=self.policy, forward=self.forward,
-                quarantine_dir=self.quarantine_dir)
+        """The model's state in the session: guarded on its first fit, remembered until close.
+
+        The state lives on the model (`_STATE`) and the session holds the model
+        weakly: a script that trains model after model (a sweep) frees each one
+        it drops, with its logger and live diagnosis, which refer to it.
+        """
+        if self._models.get(id(model)) is model:
+            return vars(model)[_STATE]
+        state = take_model(model, record, guard=self.guard, policy=self.policy, forward=self.forward,
+                           quarantine_dir=self.quarantine_dir)
+        object.__setattr__(model, _STATE, state)  # past Keras's and TensorFlow's attribute tracking
+        self._models[id(model)] = model
         return state
 
     # -- progress lines -------------------------------------------------------------------

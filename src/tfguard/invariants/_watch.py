@@ -65,7 +65,9 @@ READ_ROWS = 2
 """Examples of the pass that finds which variables inference reads (through a gradient tape, which
 holds what a backward pass would need)."""
 
-_WATCHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_ATTRIBUTE = "_tfguard_invariant_watch"
+"""Where a model keeps its `InvariantWatch`: on the model, so the two die together. A registry keyed
+weakly by the model would keep it alive through the watch's listeners (a Logger refers to its model)."""
 
 
 def _timed(method):
@@ -316,9 +318,10 @@ def watch(model: keras.Model, step: Callable[[], int] | None = None) -> Invarian
         model: the Keras model.
         step: `() -> int`, the global step. Defaults to `None` (the optimizer's iterations).
     """
-    found = _WATCHES.get(model)
+    found = watch_of(model)
     if found is None:
-        found = _WATCHES[model] = InvariantWatch(model, step)
+        found = InvariantWatch(model, step)
+        object.__setattr__(model, _ATTRIBUTE, found)  # past Keras's and TensorFlow's attribute tracking
     elif step is not None and found._step is None:
         found._step = step
     return found
@@ -326,12 +329,13 @@ def watch(model: keras.Model, step: Callable[[], int] | None = None) -> Invarian
 
 def forget(model: keras.Model) -> None:
     """Drops the model's watch: its next fit checks everything again (a benchmark of the one-time cost)."""
-    _WATCHES.pop(model, None)
+    if watch_of(model) is not None:
+        object.__delattr__(model, _ATTRIBUTE)
 
 
 def watch_of(model: keras.Model) -> InvariantWatch | None:
     """The model's `InvariantWatch` if one was made, else `None`."""
-    return _WATCHES.get(model)
+    return vars(model).get(_ATTRIBUTE) if hasattr(model, "__dict__") else None
 
 
 __all__ = ["BATCH_ROWS", "READ_ROWS", "SCAN_ROWS", "InvariantWatch", "forget", "watch", "watch_of"]
