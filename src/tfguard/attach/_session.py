@@ -249,8 +249,9 @@ class AttachSession:
                       if name not in looped}
             self.fits.extend(outside_fit_records(self.fits, counts, len(self.fits) + 1, self._events_before))
             for model in list(self._models.values()):
-                state = vars(model)[_STATE]
-                object.__delattr__(model, _STATE)
+                state = vars(model).pop(_STATE, None)
+                if state is None:  # taken off by hand since: nothing of this session's is left on it
+                    continue
                 if state.logger is not None:  # a fit a callback ended by raising never ended its run
                     with contextlib.suppress(Exception):
                         state.logger.close()
