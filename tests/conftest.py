@@ -42,6 +42,20 @@ def step_graph(model: keras.Model, spec, kinds=frozenset({"scalars", "histograms
         inst.tracing_kinds = frozenset()
 
 
+def mse_step(model: keras.Model, optimizer):
+    """A hand-written training step as a tape loop writes it: the mean squared error, one `apply_gradients`."""
+    import tensorflow as tf
+
+    @tf.function
+    def train_step(x, y):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean((model(x) - y) ** 2)
+        optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+        return loss
+
+    return train_step
+
+
 def deep_mlp(depth: int, width: int = 8):
     """A compiled MLP of `depth` ReLU Dense layers, a BatchNormalization after every fourth, three logits."""
     layers = [keras.Input((width,))]

@@ -17,9 +17,9 @@ import weakref
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 import tfguard
+from tests.conftest import mse_step
 from tfguard.attach import attached
 from tfguard.diagnose import LiveDiagnosis
 from tfguard.events import read_run
@@ -45,16 +45,7 @@ def _logged(tmp_path, model):
 
 
 def _guarded_step(tmp_path, model):
-    optimizer = keras.optimizers.Adam()
-
-    @tf.function
-    def step(x, y):
-        with tf.GradientTape() as tape:
-            loss = tf.reduce_mean((model(x) - y) ** 2)
-        optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
-        return loss
-
-    guarded = tfguard.guard_step(step, model, policy="skip", quarantine_dir=None)
+    guarded = tfguard.guard_step(mse_step(model, keras.optimizers.Adam()), model, policy="skip", quarantine_dir=None)
     for _ in range(3):
         guarded(X, Y)
 

@@ -16,6 +16,7 @@ import pytest
 import tensorflow as tf
 
 import tfguard
+from tests.conftest import mse_step
 from tfguard import _tags
 from tfguard._firewall.host import HostLoop
 from tfguard._firewall.instrument import instrument
@@ -162,16 +163,7 @@ def test_recorded_histograms_are_read_only():
 
 def test_a_hand_written_step_hands_out_the_same_value():
     model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
-    optimizer = keras.optimizers.SGD(0.1)
-
-    @tf.function
-    def train_step(x, y):
-        with tf.GradientTape() as tape:
-            loss = tf.reduce_mean((model(x) - y) ** 2)
-        optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
-        return loss
-
-    step = tfguard.guard_step(train_step, model, policy="skip", quarantine_dir=None)
+    step = tfguard.guard_step(mse_step(model, keras.optimizers.SGD(0.1)), model, policy="skip", quarantine_dir=None)
     good = np.ones((4, 2), "float32")
     bad = good.copy()
     bad[1, 0] = np.nan
