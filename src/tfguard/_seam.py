@@ -135,9 +135,8 @@ _ORDER = itertools.count()
 _CLASS_PATCHES: list[Patch] = []
 """The patches of classes (Keras's, which live as long as the process)."""
 _PATCHED: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
-"""`id(owner) -> owner` of each object with patches in place. Its patches live on the object itself
-(`_OWN_PATCHES`): a patch's values (a model's bound methods) refer to the model, so a list here would
-keep every patched model alive; on the object, the two die together."""
+"""`id(owner) -> owner` of each object with patches in place. Its patches are kept on the object itself
+(`_OWN_PATCHES`, `keep_on`): a patch's values (a model's bound methods) refer to the model."""
 _OWN_PATCHES = "_tfguard_patches"
 
 
@@ -154,11 +153,33 @@ def _own(owner, name: str):
     return vars(owner).get(name, _ABSENT)
 
 
+def keep_on(owner, name: str, value) -> None:
+    """Keeps `value` on `owner` as tfguard's own attribute `name`, past Keras's and TensorFlow's attribute tracking.
+
+    What tfguard attaches to a model (its instrumentation, its patches, its
+    invariant watch, a session's state) is kept on the model, so the two die
+    together: a registry keyed weakly by the model would keep it alive, as
+    what it holds refers to the model.
+    """
+    object.__setattr__(owner, name, value)
+
+
+def kept_on(owner, name: str):
+    """What `keep_on` put on `owner` as `name`, or `None`."""
+    return vars(owner).get(name) if hasattr(owner, "__dict__") else None
+
+
+def take_off(owner, name: str):
+    """Takes off what `keep_on` put on `owner` as `name` and returns it (`None` if nothing)."""
+    return vars(owner).pop(name, None) if hasattr(owner, "__dict__") else None
+
+
 def _patches_of(owner) -> list[Patch]:
     """The list `owner`'s patches are kept in (the classes' one list, or the object's own; empty if it has none)."""
     if isinstance(owner, type):
         return _CLASS_PATCHES
-    return vars(owner).get(_OWN_PATCHES, [])
+    own = kept_on(owner, _OWN_PATCHES)
+    return own if own is not None else []
 
 
 def _prune() -> None:
@@ -186,10 +207,10 @@ def replace(owner, name: str, value) -> None:
     if isinstance(owner, type):
         _CLASS_PATCHES.append(patch)
     else:
-        if _OWN_PATCHES not in vars(owner):
-            object.__setattr__(owner, _OWN_PATCHES, [])
+        if kept_on(owner, _OWN_PATCHES) is None:
+            keep_on(owner, _OWN_PATCHES, [])
             _PATCHED[id(owner)] = owner
-        vars(owner)[_OWN_PATCHES].append(patch)
+        kept_on(owner, _OWN_PATCHES).append(patch)
     _set(owner, name, value)
 
 
@@ -223,7 +244,7 @@ def restore(owner, name: str, value=_ABSENT) -> bool:
             _set(owner, name, patch.held)
     kept.remove(patch)
     if not kept and not isinstance(owner, type):
-        object.__delattr__(owner, _OWN_PATCHES)
+        take_off(owner, _OWN_PATCHES)
         _PATCHED.pop(id(owner), None)
     return True
 
@@ -244,4 +265,5 @@ def take_aside(owner, name: str, build):
     return built
 
 
-__all__ = ["SITES", "SITE_NAMES", "Patch", "Site", "patches", "replace", "restore", "site_of", "take_aside"]
+__all__ = ["SITES", "SITE_NAMES", "Patch", "Site", "keep_on", "kept_on", "patches", "replace", "restore", "site_of", "take_aside",
+           "take_off"]

@@ -53,8 +53,7 @@ from tfguard._signals.record import Bus
 from tfguard.checks._contract import infer_contract
 
 _ATTRIBUTE = "_tfguard_instrumentation"
-"""Where a model keeps its `Instrumentation`: on the model, so the two die together (one cycle the
-garbage collector frees). A registry keyed weakly by the model would keep it alive: its value refers to it."""
+"""Where a model keeps its `Instrumentation` (`_seam.keep_on`: the two die together)."""
 _INSTRUMENTED: weakref.WeakSet = weakref.WeakSet()
 _PATCHED = ("train_step", "make_train_function", "reset_metrics", "fit", COMPLETED_STEP)  # seam.SITES
 
@@ -360,7 +359,7 @@ def instrument(model: keras.Model) -> Instrumentation:
     inst = instrumentation_of(model)
     if inst is None:
         inst = Instrumentation(model)
-        object.__setattr__(model, _ATTRIBUTE, inst)  # past Keras's and TensorFlow's attribute tracking
+        _seam.keep_on(model, _ATTRIBUTE, inst)
         _INSTRUMENTED.add(model)
     inst.attach()
     return inst
@@ -368,7 +367,7 @@ def instrument(model: keras.Model) -> Instrumentation:
 
 def instrumentation_of(model: keras.Model) -> Instrumentation | None:
     """The model's `Instrumentation` if tfguard attached one, else `None`."""
-    return model.__dict__.get(_ATTRIBUTE) if hasattr(model, "__dict__") else None
+    return _seam.kept_on(model, _ATTRIBUTE)
 
 
 def instrumented_models() -> list[keras.Model]:
@@ -378,9 +377,8 @@ def instrumented_models() -> list[keras.Model]:
 
 def release(model: keras.Model) -> None:
     """Detaches tfguard from the model entirely."""
-    inst = instrumentation_of(model)
+    inst = _seam.take_off(model, _ATTRIBUTE)
     if inst is not None:
-        object.__delattr__(model, _ATTRIBUTE)
         _INSTRUMENTED.discard(model)
         inst.detach()
 

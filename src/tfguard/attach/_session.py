@@ -249,7 +249,7 @@ class AttachSession:
                       if name not in looped}
             self.fits.extend(outside_fit_records(self.fits, counts, len(self.fits) + 1, self._events_before))
             for model in list(self._models.values()):
-                state = vars(model).pop(_STATE, None)
+                state = _seam.take_off(model, _STATE)
                 if state is None:  # taken off by hand since: nothing of this session's is left on it
                     continue
                 if state.logger is not None:  # a fit a callback ended by raising never ended its run
@@ -309,10 +309,10 @@ class AttachSession:
         it drops, with its logger and live diagnosis, which refer to it.
         """
         if self._models.get(id(model)) is model:
-            return vars(model)[_STATE]
+            return _seam.kept_on(model, _STATE)
         state = take_model(model, record, guard=self.guard, policy=self.policy, forward=self.forward,
                            quarantine_dir=self.quarantine_dir)
-        object.__setattr__(model, _STATE, state)  # past Keras's and TensorFlow's attribute tracking
+        _seam.keep_on(model, _STATE, state)
         self._models[id(model)] = model
         return state
 

@@ -49,6 +49,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tfguard import _seam
 from tfguard._hooks.keras_compat import unpack
 from tfguard._hooks.untouched import untouched
 from tfguard._optimizer_state import model_step
@@ -66,8 +67,8 @@ READ_ROWS = 2
 holds what a backward pass would need)."""
 
 _ATTRIBUTE = "_tfguard_invariant_watch"
-"""Where a model keeps its `InvariantWatch`: on the model, so the two die together. A registry keyed
-weakly by the model would keep it alive through the watch's listeners (a Logger refers to its model)."""
+"""Where a model keeps its `InvariantWatch` (`_seam.keep_on`: the two die together; its listeners, a
+Logger's methods, refer to the model)."""
 
 
 def _timed(method):
@@ -321,7 +322,7 @@ def watch(model: keras.Model, step: Callable[[], int] | None = None) -> Invarian
     found = watch_of(model)
     if found is None:
         found = InvariantWatch(model, step)
-        object.__setattr__(model, _ATTRIBUTE, found)  # past Keras's and TensorFlow's attribute tracking
+        _seam.keep_on(model, _ATTRIBUTE, found)
     elif step is not None and found._step is None:
         found._step = step
     return found
@@ -329,13 +330,12 @@ def watch(model: keras.Model, step: Callable[[], int] | None = None) -> Invarian
 
 def forget(model: keras.Model) -> None:
     """Drops the model's watch: its next fit checks everything again (a benchmark of the one-time cost)."""
-    if watch_of(model) is not None:
-        object.__delattr__(model, _ATTRIBUTE)
+    _seam.take_off(model, _ATTRIBUTE)
 
 
 def watch_of(model: keras.Model) -> InvariantWatch | None:
     """The model's `InvariantWatch` if one was made, else `None`."""
-    return vars(model).get(_ATTRIBUTE) if hasattr(model, "__dict__") else None
+    return _seam.kept_on(model, _ATTRIBUTE)
 
 
 __all__ = ["BATCH_ROWS", "READ_ROWS", "SCAN_ROWS", "InvariantWatch", "forget", "watch", "watch_of"]
