@@ -50,6 +50,21 @@ def _guarded_step(tmp_path, model):
         guarded(X, Y)
 
 
+@pytest.fixture(autouse=True)
+def _earlier_objects_frozen():
+    """What earlier tests left is out of this test's collections (`gc.freeze`), and back in after it.
+
+    In the suite a worker's heap holds a few GB of what TensorFlow keeps of
+    every traced model, and each full collection here walked all of it
+    (this file's collections took 67 s of its 81 s in a full run,
+    benchmarks/HISTORY.md, ninth session). A frozen object still holds
+    what it refers to: a registry that kept a model would keep it as before.
+    """
+    gc.freeze()
+    yield
+    gc.unfreeze()
+
+
 def _collect() -> None:
     """Full collections until one frees nothing more (finalizers may free what the previous one kept)."""
     for _ in range(5):
