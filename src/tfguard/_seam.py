@@ -207,10 +207,12 @@ def replace(owner, name: str, value) -> None:
     if isinstance(owner, type):
         _CLASS_PATCHES.append(patch)
     else:
-        if kept_on(owner, _OWN_PATCHES) is None:
-            keep_on(owner, _OWN_PATCHES, [])
+        own = kept_on(owner, _OWN_PATCHES)
+        if own is None:
+            own = []
+            keep_on(owner, _OWN_PATCHES, own)
             _PATCHED[id(owner)] = owner
-        kept_on(owner, _OWN_PATCHES).append(patch)
+        own.append(patch)
     _set(owner, name, value)
 
 
