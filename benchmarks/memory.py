@@ -54,7 +54,7 @@ CONTENDERS = ("plain", "guard", "guard_layers", "logger", "logger_no_histograms"
 STEPS = {"mlp50m": (3, 64), "mlp100m": (3, 64), "resnet50": (3, 16), "mlp_deep200": (3, 64)}
 
 
-def _rss_now() -> int:
+def resident_bytes() -> int:
     """Resident bytes of this process now."""
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
@@ -122,7 +122,7 @@ def child(model_name: str, contender: str, steps: int, batch: int) -> dict:
     if gpu:
         tf.config.experimental.reset_memory_stats("GPU:0")
         gpu_before = tf.config.experimental.get_memory_info("GPU:0")["current"]
-    before = _rss_now()
+    before = resident_bytes()
     model.fit(data, epochs=1, verbose=0, callbacks=callbacks)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     result = {"model": model_name, "contender": contender, "params": model.count_params(),

@@ -46,18 +46,17 @@ def _child(contender: str, models: int, width: int) -> dict:
     import numpy as np
 
     import tfguard
+    from memory import resident_bytes
     from tfguard.attach import attached
     from tfguard.diagnose import LiveDiagnosis
 
     x = np.random.default_rng(0).normal(size=(256, 64)).astype("float32")
     y = x[:, :1]
     logdir = tempfile.mkdtemp()
-    page = os.sysconf("SC_PAGE_SIZE")
 
     def resident_mb() -> float:
         gc.collect()
-        with open("/proc/self/statm") as statm:
-            return int(statm.read().split()[1]) * page / 2**20
+        return resident_bytes() / 2**20
 
     refs, marks = [], {}
     session = attached(logdir=logdir, policy="skip") if contender == "session" else contextlib.nullcontext()
@@ -86,6 +85,9 @@ def main() -> None:
     parser.add_argument("--contenders", default=",".join(CONTENDERS))
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.models < 4:
+        parser.error(f"--models must be at least 4 (the memory per model is measured from the third model to the last); "
+                     f"received {args.models}")
     if args.child:
         print(json.dumps(_child(args.child, args.models, args.width)))
         return
