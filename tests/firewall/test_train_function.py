@@ -16,7 +16,7 @@ import tfguard
 from tests.hooks.surface import canary
 from tfguard._firewall.instrument import instrumentation_of
 from tfguard._firewall.step import OUTPUT_KEY
-from tfguard._firewall.train_function import BATCH_TIMES, timed_train_function
+from tfguard._firewall.train_function import BATCH_TIMES, TraceOfSpec, timed_train_function
 
 
 def _twins(jit_compile):
@@ -81,3 +81,61 @@ def test_a_guarded_models_idle_steps_pull_their_batch_in_the_graph_and_hand_back
     before = [v.numpy().copy() for v in model.trainable_variables]
     model.train_on_batch(np.ones((4, 3), "float32"), np.zeros((4, 1), "float32"))
     assert any(not np.array_equal(b, v.numpy()) for b, v in zip(before, model.trainable_variables))
+
+
+def test_the_trace_of_an_element_spec_is_held_and_another_spec_gets_its_own():
+    traced_bodies = []
+
+    @tf.function(reduce_retracing=True)
+    def doubled(iterator):
+        traced_bodies.append(1)  # Python: runs when the function is traced, not when a trace is called
+        return iterator.get_next() * 2
+
+    calls = TraceOfSpec(doubled)
+    ints = tf.data.Dataset.range(5)
+    assert [int(calls(iter(ints))) for _ in range(3)] == [0, 0, 0]
+    held = calls.trace
+    assert isinstance(held, tf.types.experimental.ConcreteFunction) and len(traced_bodies) == 1
+    floats = tf.data.Dataset.from_tensors(tf.constant([1.5, 2.0]))
+    assert calls(iter(floats)).numpy().tolist() == [3.0, 4.0]
+    assert calls.trace is not held and len(traced_bodies) == 2
+    assert int(calls(iter(ints.skip(2)))) == 4  # the first spec again: the tf.function's own trace, not a new one
+    assert len(traced_bodies) == 2
+
+
+def test_functions_run_eagerly_run_the_python_body_every_call():
+    bodies = []
+
+    @tf.function
+    def first(iterator):
+        bodies.append(1)
+        return iterator.get_next()
+
+    calls = TraceOfSpec(first)
+    tf.config.run_functions_eagerly(True)
+    try:
+        for _ in range(3):
+            calls(iter(tf.data.Dataset.range(2)))
+    finally:
+        tf.config.run_functions_eagerly(False)
+    assert len(bodies) == 3 and calls.trace is None
+
+
+def test_a_second_dataset_of_another_spec_trains_as_keras_does():
+    # each `fit` may bring another dataset: a batch of another static shape is traced again, not fed to the
+    # first trace; both steps leave the weights Keras's own train function leaves
+    rng = np.random.default_rng(1)
+    x, y = rng.normal(size=(12, 3)).astype("float32"), rng.normal(size=(12, 1)).astype("float32")
+    first = tf.data.Dataset.from_tensor_slices((x, y)).batch(4, drop_remainder=True)
+    second = tf.data.Dataset.from_tensor_slices((x, y)).batch(3, drop_remainder=True)
+    theirs, ours = _twins(False)
+    theirs.make_train_function()
+    timed = timed_train_function(ours)
+    for data in (first, second, first):
+        their_logs = theirs.train_function(iter(data))
+        if isinstance(their_logs, tf.experimental.Optional):
+            their_logs = their_logs.get_value()
+        our_logs = timed(iter(data))
+        assert np.array_equal(np.asarray(our_logs["loss"]), np.asarray(their_logs["loss"]))
+    for mine, keras_own in zip(ours.weights, theirs.weights):
+        assert np.array_equal(mine.numpy(), keras_own.numpy()), mine.path
