@@ -78,6 +78,37 @@ def test_a_scalar_pair_carries_its_metadata_once_per_event_file_and_every_reader
     assert list(zip(steps.tolist(), values.tolist())) == expected
 
 
+def test_a_steps_pairs_and_values_make_the_summary_proto_values_would(tmp_path):
+    # the pairs are joined from serialized frames: the event holds what building each value as a proto holds
+    from tensorboard.compat.proto import summary_pb2
+
+    from tfguard.summary._summary_values import SCALAR_METADATA, fill_scalar
+
+    text = text_value("config/note", "x")
+    steps = [[("a", 0.5), text, ("b/\u00e9", -2.0)], [("a", float("nan")), ("b/\u00e9", 3.0), ("c", 1e-40)]]
+    writer = RunWriter(str(tmp_path))
+    for step, values in enumerate(steps):
+        assert writer.write(step, values)
+    writer.close()
+    described, expected = set(), []
+    for values in steps:
+        summary = summary_pb2.Summary()
+        for value in values:
+            if not isinstance(value, tuple):
+                summary.value.append(value)
+                continue
+            added = summary.value.add(tag=value[0])
+            fill_scalar(added.tensor, value[1])
+            if value[0] not in described:
+                described.add(value[0])
+                added.metadata.CopyFrom(SCALAR_METADATA)
+        expected.append(summary)
+    (path,) = event_files(str(tmp_path))
+    written = [summary_pb2.Summary.FromString(e.summary.SerializeToString())  # TensorFlow's class, read as ours
+               for e in tf.compat.v1.train.summary_iterator(path) if e.summary.value]
+    assert written == expected
+
+
 def test_created_lazily(tmp_path):
     made = []
 

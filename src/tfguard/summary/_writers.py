@@ -54,7 +54,7 @@ from tensorboard.compat.proto import event_pb2, summary_pb2
 
 from tfguard._errors import SummaryWriteError
 from tfguard._hooks import tf_compat
-from tfguard.summary._summary_values import SCALAR_METADATA, fill_scalar
+from tfguard.summary._summary_values import SCALAR_METADATA, fill_scalar, float32_bytes
 
 DEFAULT_MAX_QUEUE = 10
 """Events (one per logged step) buffered before a write to disk. TensorFlow's default."""
@@ -89,6 +89,34 @@ def _after_pending(method):
                     raise error
 
     return in_order
+
+
+def scalar_frame(tag: str, described: bool) -> tuple[bytes, bytes]:
+    """The serialized one-value `Summary` of a scalar, cut where its value's 4 bytes go: `(head, tail)`.
+
+    `head + float32_bytes(number) + tail` is the `Summary` that
+    `tf.summary.scalar` writes for `number` at `tag` (a float32 tensor), with
+    the scalar plugin's metadata unless `described`. Serialized `Summary`
+    messages joined are one `Summary` holding each one's values (protobuf
+    merges a repeated field), so a step's thousand scalars cost a join, not
+    a thousand proto values.
+
+    Example:
+
+    >>> head, tail = scalar_frame("train/loss", described=True)
+    >>> value = summary_pb2.Summary.FromString(head + float32_bytes(0.25) + tail).value[0]
+    >>> value.tag, value.tensor.tensor_content == float32_bytes(0.25), value.HasField("metadata")
+    ('train/loss', True, False)
+    """
+    summary = summary_pb2.Summary()
+    value = summary.value.add(tag=tag)
+    fill_scalar(value.tensor, 0.0)
+    if not described:
+        value.metadata.CopyFrom(SCALAR_METADATA)
+    serialized = summary.SerializeToString()
+    tensor = summary_pb2.Summary.Value(tensor=value.tensor).SerializeToString()  # its field, ending in the 4 bytes
+    at = serialized.rindex(tensor) + len(tensor) - 4  # after the tag, which comes first
+    return serialized[:at], serialized[at + 4:]
 
 
 class RunWriter:
@@ -130,6 +158,7 @@ class RunWriter:
         self.failed: BaseException | None = None
         self._writer = None
         self._described: set[str] = set()  # scalar tags whose metadata the open event file holds
+        self._frames: dict[tuple[str, bool], tuple[bytes, bytes]] = {}  # (tag, described) -> `scalar_frame`
         self._pending: collections.deque = collections.deque()  # (step, values) handed to `write_later`
         self._lock = threading.RLock()  # one thread writes at a time: the caller's or the writer's own
         self._thread: threading.Thread | None = None  # the writer's thread, while it has values to write
@@ -287,21 +316,26 @@ class RunWriter:
             return True
         if not self._open():
             return False
-        summary = summary_pb2.Summary()
+        parts = []
         for value in values:
             if isinstance(value, tuple):
-                self._add_scalar(summary, *value)
+                tag, number = value
+                head, tail = self._scalar_frame(tag)
+                parts += (head, float32_bytes(number), tail)
             else:
-                summary.value.append(value)
-        return self._write_summary(step, summary)
+                parts.append(summary_pb2.Summary(value=[value]).SerializeToString())
+        return self._write_serialized(step, b"".join(parts))  # one Summary: its values, one after another
 
-    def _add_scalar(self, summary: summary_pb2.Summary, tag: str, number) -> None:
-        """A scalar as `tf.summary.scalar` writes it, in place; its metadata only where the file first holds `tag`."""
-        value = summary.value.add(tag=tag)
-        fill_scalar(value.tensor, number)
-        if tag not in self._described:
+    def _scalar_frame(self, tag: str) -> tuple[bytes, bytes]:
+        """The serialized one-value `Summary` of scalar `tag` before and after its 4 bytes; its metadata only
+        where the event file first holds `tag` (`scalar_frame`, made once per tag)."""
+        described = tag in self._described
+        if not described:
             self._described.add(tag)
-            value.metadata.CopyFrom(SCALAR_METADATA)
+        frame = self._frames.get((tag, described))
+        if frame is None:
+            frame = self._frames[(tag, described)] = scalar_frame(tag, described)
+        return frame
 
     @_after_pending
     def write_summary(self, step: int, summary: summary_pb2.Summary) -> bool:
@@ -309,10 +343,13 @@ class RunWriter:
         return self._write_summary(step, summary)
 
     def _write_summary(self, step: int, summary: summary_pb2.Summary) -> bool:
+        return self._write_serialized(step, summary.SerializeToString())
+
+    def _write_serialized(self, step: int, serialized: bytes) -> bool:
         if not self._open():
             return False
         try:
-            tf_compat.write_raw_summary(self._writer, int(step), summary.SerializeToString())
+            tf_compat.write_raw_summary(self._writer, int(step), serialized)
         except WRITE_ERRORS as error:
             self._report_failure(error, "write")
             return False
@@ -409,4 +446,5 @@ __all__ = [
     "WRITE_ERRORS",
     "RunWriter",
     "SummaryWarning",
+    "scalar_frame",
 ]
