@@ -110,8 +110,8 @@ class TraceOfSpec:
 
     A `tf.function` call finds its trace anew each time: it hashes the type
     of every input and every capture, and a train step captures each
-    variable of the model and its optimizer (the 200-layer MLP: 1,610, about
-    6 % of its step on a CPU; `benchmarks/dispatch.py`). Keras's own train
+    variable of the model and its optimizer (the 200-layer MLP: 1,610, 6 to
+    15 % of its step on a CPU in two measures; `benchmarks/dispatch.py`). Keras's own train
     function pays that on every step. Here the trace of an element spec is
     looked up once (`get_concrete_function`, which traces it if need be) and
     then called as TensorFlow's public `ConcreteFunction`; an iterator of

@@ -10,14 +10,17 @@ every epoch end, the end of training, a signal). The values carry
 the same plugin metadata `tf.summary.scalar/histogram/text` write
 (`tfguard.summary._summary_values`), so TensorBoard, `tfguard.events` and
 any other reader see ordinary summaries.
-A scalar given as a `(tag, number)` pair is written into the step's proto
-in place, and carries its metadata the first time its event file holds its
-tag: readers take a series' kind from its first value with metadata, and a
-deep model's thousand scalars a step cost a third of the time and bytes.
+A scalar given as a `(tag, number)` pair is its tag's serialized frame
+around its 4 bytes (`scalar_frame`, made once per tag), and carries its
+metadata the first time its event file holds its tag: readers take a
+series' kind from its first value with metadata, and a deep model's
+thousand scalars a step cost a join, not a thousand proto values.
 
 Training does not wait for its logs: `write_later` hands a step's values
 to the writer's own thread, which builds the protos and writes them while
-the next steps run (TensorFlow releases the GIL while a step executes). Every
+the next steps run (TensorFlow releases the GIL while a step executes;
+the thread's Python still takes the GIL in turns with the training
+thread's, so its work has to stay small). Every
 other call (`write`, `flush`, `close`, ...) first writes what was handed
 over, on the caller's thread, so events keep their order and a flush or a
 close loses nothing. A strict writer writes at once: its failure stops
@@ -54,7 +57,7 @@ from tensorboard.compat.proto import event_pb2, summary_pb2
 
 from tfguard._errors import SummaryWriteError
 from tfguard._hooks import tf_compat
-from tfguard.summary._summary_values import SCALAR_METADATA, fill_scalar, float32_bytes
+from tfguard.summary._summary_values import float32_bytes, scalar_frame
 
 DEFAULT_MAX_QUEUE = 10
 """Events (one per logged step) buffered before a write to disk. TensorFlow's default."""
@@ -89,34 +92,6 @@ def _after_pending(method):
                     raise error
 
     return in_order
-
-
-def scalar_frame(tag: str, described: bool) -> tuple[bytes, bytes]:
-    """The serialized one-value `Summary` of a scalar, cut where its value's 4 bytes go: `(head, tail)`.
-
-    `head + float32_bytes(number) + tail` is the `Summary` that
-    `tf.summary.scalar` writes for `number` at `tag` (a float32 tensor), with
-    the scalar plugin's metadata unless `described`. Serialized `Summary`
-    messages joined are one `Summary` holding each one's values (protobuf
-    merges a repeated field), so a step's thousand scalars cost a join, not
-    a thousand proto values.
-
-    Example:
-
-    >>> head, tail = scalar_frame("train/loss", described=True)
-    >>> value = summary_pb2.Summary.FromString(head + float32_bytes(0.25) + tail).value[0]
-    >>> value.tag, value.tensor.tensor_content == float32_bytes(0.25), value.HasField("metadata")
-    ('train/loss', True, False)
-    """
-    summary = summary_pb2.Summary()
-    value = summary.value.add(tag=tag)
-    fill_scalar(value.tensor, 0.0)
-    if not described:
-        value.metadata.CopyFrom(SCALAR_METADATA)
-    serialized = summary.SerializeToString()
-    tensor = summary_pb2.Summary.Value(tensor=value.tensor).SerializeToString()  # its field, ending in the 4 bytes
-    at = serialized.rindex(tensor) + len(tensor) - 4  # after the tag, which comes first
-    return serialized[:at], serialized[at + 4:]
 
 
 class RunWriter:
@@ -446,5 +421,4 @@ __all__ = [
     "WRITE_ERRORS",
     "RunWriter",
     "SummaryWarning",
-    "scalar_frame",
 ]
