@@ -29,6 +29,12 @@ def _twins(jit_compile):
     return models
 
 
+def _keras_step(model, data):
+    """One step of Keras's own train function on `data`; its logs (Keras hands them back in an `Optional`)."""
+    logs = model.train_function(iter(data))
+    return logs.get_value() if isinstance(logs, tf.experimental.Optional) else logs
+
+
 @pytest.mark.parametrize("jit_compile", [False, True])
 def test_canary_one_step_is_what_keras_make_function_builds(jit_compile):
     rng = np.random.default_rng(0)
@@ -38,9 +44,7 @@ def test_canary_one_step_is_what_keras_make_function_builds(jit_compile):
     with canary("Trainer._make_function (rebuilt by _firewall/train_function.py)"):
         assert list(inspect.signature(theirs._make_function).parameters) == ["step_function"]
         theirs.make_train_function()
-        their_logs = theirs.train_function(iter(data))
-        if isinstance(their_logs, tf.experimental.Optional):  # Keras hands the logs back in an Optional
-            their_logs = their_logs.get_value()
+        their_logs = _keras_step(theirs, data)
         our_logs = timed_train_function(ours)(iter(data))
         assert sorted(our_logs) == sorted([*their_logs, BATCH_TIMES])
         for key in their_logs:
@@ -132,9 +136,7 @@ def test_a_second_dataset_of_another_spec_trains_as_keras_does():
     theirs.make_train_function()
     timed = timed_train_function(ours)
     for data in (first, second, first):
-        their_logs = theirs.train_function(iter(data))
-        if isinstance(their_logs, tf.experimental.Optional):
-            their_logs = their_logs.get_value()
+        their_logs = _keras_step(theirs, data)
         our_logs = timed(iter(data))
         assert np.array_equal(np.asarray(our_logs["loss"]), np.asarray(their_logs["loss"]))
     for mine, keras_own in zip(ours.weights, theirs.weights):

@@ -33,6 +33,7 @@ from tensorboard.compat.proto import summary_pb2, tensor_pb2, tensor_shape_pb2, 
 from tfguard import _tags
 from tfguard._hooks.transaction import is_float
 from tfguard._signals import histograms
+from tfguard.lint._describe import leaf_layers
 from tfguard.summary._embeddings import embedding_tables
 from tfguard.summary._projector import MAX_POINTS, write_projector
 from tfguard.summary._summary_values import histogram_value
@@ -106,8 +107,8 @@ def model_json(model: keras.Model) -> str | None:
     model, at every `fit` a Logger starts. Between two `fit`s a model keeps
     its layers; what changes is whether each is trainable (transfer
     learning freezes and thaws them), so the layout is each layer's
-    identity, class, name and `trainable`, nested models' layers included,
-    and a model whose layout is unchanged gets the JSON made before.
+    identity, class, name and `trainable` (`tfguard.lint`'s `leaf_layers`:
+    nested models' layers included), and a model whose layout is unchanged gets the JSON made before.
     (A layer's configuration changed in place, say a `Dropout`'s `rate`
     set between two `fit`s, is not seen: the Graphs tab shows the layers
     as they were built.)
@@ -139,14 +140,10 @@ def model_json(model: keras.Model) -> str | None:
 
 
 def _layout(model: keras.Model) -> tuple:
-    """Each layer's identity, class, name and `trainable`, the model's own first, nested models walked."""
-    layout, stack = [], [model]
-    while stack:
-        layer = stack.pop()
-        layout.append((id(layer), type(layer).__name__, layer.name, bool(layer.trainable)))
-        if isinstance(layer, keras.Model):
-            stack.extend(reversed(layer.layers))
-    return tuple(layout)
+    """The model's and each leaf layer's identity, class, name and `trainable` (a nested model's
+    `trainable` is its layers', which Keras sets with it)."""
+    return tuple((id(layer), type(layer).__name__, layer.name, bool(layer.trainable))
+                 for layer in [model, *leaf_layers(model)])
 
 
 def write_embedding_tables(run_dir: str, model: keras.Model, metadata=None) -> list[str]:
